@@ -1,0 +1,1007 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Strict HTTP/1.1 message-head parser (RFC 9112), shared by the BPF data plane
+ * and the slow path. One implementation, so the kernel and user space cannot
+ * disagree about where a message ends or what it says; the only difference
+ * between the builds is the window size (L7_SCRATCH_SIZE in BPF, up to
+ * L7_USER_MAX_HDR_BLOCK natively).
+ *
+ * The parser never guesses. Anything ambiguous is an error with the HTTP
+ * status the slow path answers with; ARCHITECTURE.md ("HTTP acceptance
+ * rules") lists every rule. In the kernel an error simply means "let the slow
+ * path deal with it".
+ *
+ * Cost model: the header block is scanned 8 bytes at a time (SWAR); bytes are
+ * looked at individually only in words that contain a control character,
+ * inside field names, and around OWS.
+ */
+#ifndef L7_HTTP_H
+#define L7_HTTP_H
+
+#include "l7_common.h"
+
+enum l7_parse_status {
+	L7_P_OK = 0,
+	L7_P_MORE = 1,  /* header block not complete yet */
+	L7_P_ERROR = 2, /* msg->status says how to answer, msg->error why */
+};
+
+enum l7_parse_error {
+	L7_PE_NONE = 0,
+	L7_PE_BARE_CR,
+	L7_PE_BARE_LF,
+	L7_PE_CTL,
+	L7_PE_TOO_MANY_LINES,
+	L7_PE_TOO_LARGE,
+	L7_PE_EMPTY_LINE_FIRST,
+	L7_PE_BAD_METHOD,
+	L7_PE_BAD_TARGET,
+	L7_PE_BAD_VERSION,
+	L7_PE_VERSION_UNSUPPORTED,
+	L7_PE_BAD_STATUS,
+	L7_PE_OBS_FOLD,
+	L7_PE_BAD_NAME,
+	L7_PE_NO_COLON,
+	L7_PE_LONG_OWS,
+	L7_PE_NO_HOST,
+	L7_PE_DUP_HOST,
+	L7_PE_BAD_HOST,
+	L7_PE_BAD_CONTENT_LENGTH,
+	L7_PE_DUP_CONTENT_LENGTH,
+	L7_PE_DUP_TRANSFER_ENCODING,
+	L7_PE_UNKNOWN_CODING,
+	L7_PE_TE_AND_CL,
+	L7_PE_TE_HTTP10,
+	L7_PE_BAD_CONNECTION,
+	L7_PE_COUNT,
+};
+
+enum l7_msg_flags {
+	L7_MF_CLOSE = 1u << 0,       /* connection closes after this exchange */
+	L7_MF_UPGRADE = 1u << 1,     /* Upgrade requested */
+	L7_MF_EXPECT_100 = 1u << 2,  /* Expect: 100-continue */
+	L7_MF_EXPECT_OTHER = 1u << 3,
+	L7_MF_HAS_CL = 1u << 4,
+	L7_MF_HAS_TE = 1u << 5,
+	L7_MF_HTTP10 = 1u << 6,
+	L7_MF_HAS_QUERY = 1u << 7,
+	L7_MF_KEEP_ALIVE = 1u << 8,  /* Connection: keep-alive */
+};
+
+#define L7_NONE 0xffffu
+#define L7_MAX_LINES 64 /* request/status line + 63 field lines */
+#define L7_LINE_MASK (L7_MAX_LINES - 1)
+#define L7_MAX_METHOD_LEN 24
+#define L7_MAX_OWS 32
+
+struct l7_hdr {
+	__u16 name_off;
+	__u16 name_len;
+	__u16 val_off;
+	__u16 val_len;
+	__u32 name_hash; /* l7_name_hash_step() over the lower-cased name */
+	__u32 pad;
+};
+
+struct l7_msg {
+	__u16 status;       /* response: status code; error: status to answer */
+	__u16 error;        /* enum l7_parse_error */
+	__u16 method;       /* enum l7_method */
+	__u16 version;      /* 10 or 11 */
+	__u32 hdr_len;      /* bytes of the head including the final CRLF */
+	__u32 flags;        /* enum l7_msg_flags */
+	__u16 target_off;
+	__u16 target_len;
+	__u16 path_len;     /* target up to '?' */
+	__u16 host_idx;     /* header index of Host, or L7_NONE */
+	__u16 host_len;     /* Host value without ":port" */
+	__u16 n_lines;      /* lines before the empty line, start line included */
+	__u16 n_hdrs;
+	__u8 body_kind;     /* enum l7_body_kind */
+	__u8 pad;
+	__u64 content_length;
+	__u16 line_end[L7_MAX_LINES]; /* offset of the CR ending each line */
+	struct l7_hdr hdr[L7_MAX_HEADERS];
+};
+
+/* State of one byte scan, reset before each. */
+struct l7_bscan {
+	__u32 pos;
+	__u32 end;
+	__u32 found;  /* where the scan stopped, or L7_NONE */
+	__u32 aux;
+	__u32 bad;    /* stopped on an invalid byte */
+	__u32 acc;    /* hash or flags, per scan */
+	__u64 num;
+};
+
+/*
+ * Parser workspace: the bytes, the result and all scan state. The scan state
+ * lives here rather than in locals on purpose: in BPF this is map memory,
+ * whose contents the verifier does not track, so each stage is verified once
+ * instead of once per combination of values the previous stages produced.
+ */
+struct l7_ws {
+	struct l7_msg msg;
+	struct l7_bscan b;
+	__u32 len;          /* valid bytes in buf */
+	__u32 line_start;
+	__u32 pending_cr;
+	__u32 result;       /* enum l7_parse_status while scanning lines */
+	__u8 buf[L7_WS_BUF + L7_WINDOW_SLACK];
+};
+
+/* bpf_loop() wants its context on the stack: a reference to the workspace */
+struct l7_wsref {
+	struct l7_ws *ws;
+};
+
+L7_INLINE struct l7_window l7_ws_window(const struct l7_ws *ws)
+{
+	struct l7_window w = { .buf = ws->buf, .len = ws->len };
+
+	return w;
+}
+
+L7_INLINE __u8 l7_wat(const struct l7_ws *ws, __u32 i)
+{
+	return ws->buf[L7_IDX(i, L7_WS_MASK)];
+}
+
+L7_INLINE __u64 l7_wload(const struct l7_ws *ws, __u32 i, __u8 fill)
+{
+	struct l7_window w = l7_ws_window(ws);
+
+	return l7_load64(&w, i, fill);
+}
+
+L7_INLINE int l7_fail(struct l7_ws *ws, __u16 status, __u16 error)
+{
+	ws->msg.status = status;
+	ws->msg.error = error;
+	ws->result = L7_P_ERROR;
+	return 1;
+}
+
+L7_INLINE void l7_bscan_reset(struct l7_ws *ws, __u32 pos, __u32 end)
+{
+	ws->b.pos = pos;
+	ws->b.end = end;
+	ws->b.found = L7_NONE;
+	ws->b.aux = 0;
+	ws->b.bad = 0;
+	ws->b.acc = 0;
+	ws->b.num = 0;
+}
+
+/* RFC 9110 tchar */
+L7_INLINE int l7_is_tchar(__u8 c)
+{
+	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
+		return 1;
+	switch (c) {
+	case '!': case '#': case '$': case '%': case '&': case '\'': case '*':
+	case '+': case '-': case '.': case '^': case '_': case '`': case '|':
+	case '~':
+		return 1;
+	}
+	return 0;
+}
+
+/* Unkeyed identity of a lower-cased header name (FNV-1a); every use verifies
+ * the bytes, so collisions only cost time. */
+#define L7_NAME_HASH_INIT 2166136261u
+
+L7_INLINE __u32 l7_name_hash_step(__u32 h, __u8 c)
+{
+	return (h ^ c) * 16777619u;
+}
+
+/* ---- stage 1: line ends; control characters, bare CR and LF ------------- */
+
+L7_CALLBACK long l7_lines_cb(__u32 idx, void *ctx)
+{
+	struct l7_ws *ws = ((struct l7_wsref *)ctx)->ws;
+	struct l7_msg *m = &ws->msg;
+	__u32 off = idx * 8;
+	__u64 w;
+	int k;
+
+	if (off >= ws->len)
+		return 1;
+	/* fill with 'A': a harmless byte that keeps the SWAR tests quiet */
+	w = l7_wload(ws, off, 'A');
+	if (!(l7_has_less(w, 0x20) | l7_has_byte(w, 0x7f))) {
+		if (ws->pending_cr)
+			return l7_fail(ws, 400, L7_PE_BARE_CR);
+		return 0;
+	}
+	L7_UNROLL
+	for (k = 0; k < 8; k++) {
+		__u32 p = off + k;
+		__u8 b = (__u8)(w >> (8 * k));
+
+		if (p >= ws->len)
+			break;
+		if (ws->pending_cr) {
+			__u32 n = m->n_lines;
+
+			if (b != '\n')
+				return l7_fail(ws, 400, L7_PE_BARE_CR);
+			ws->pending_cr = 0;
+			if (p - 1 == ws->line_start) {
+				if (n == 0)
+					return l7_fail(ws, 400, L7_PE_EMPTY_LINE_FIRST);
+				m->hdr_len = p + 1;
+				ws->result = L7_P_OK;
+				return 1;
+			}
+			if (n >= L7_MAX_LINES)
+				return l7_fail(ws, 431, L7_PE_TOO_MANY_LINES);
+			m->line_end[L7_IDX(n, L7_LINE_MASK)] = (__u16)(p - 1);
+			m->n_lines = (__u16)(n + 1);
+			ws->line_start = p + 1;
+			continue;
+		}
+		if (b == '\r') {
+			ws->pending_cr = 1;
+			continue;
+		}
+		if (b == '\n')
+			return l7_fail(ws, 400, L7_PE_BARE_LF);
+		if (b == '\t' || (b >= 0x20 && b != 0x7f))
+			continue;
+		return l7_fail(ws, 400, L7_PE_CTL);
+	}
+	return 0;
+}
+
+L7_STEP int l7_step_lines(struct l7_ws *ws)
+{
+	struct l7_wsref r = { .ws = ws };
+
+	if (!ws)
+		return L7_P_ERROR;
+	ws->result = L7_P_MORE;
+	ws->pending_cr = 0;
+	ws->line_start = 0;
+	L7_LOOP(L7_WS_BUF / 8 + 1, l7_lines_cb, &r);
+	if (ws->result == L7_P_MORE && ws->len >= L7_WS_BUF) {
+		l7_fail(ws, 431, L7_PE_TOO_LARGE);
+		return L7_P_ERROR;
+	}
+	return (int)ws->result;
+}
+
+/* ---- stage 2: request line / status line -------------------------------- */
+
+/* method token up to SP */
+L7_CALLBACK long l7_method_cb(__u32 i, void *ctx)
+{
+	struct l7_ws *ws = ((struct l7_wsref *)ctx)->ws;
+	__u32 p = ws->b.pos + i;
+	__u8 c;
+
+	if (p >= ws->b.end || i > L7_MAX_METHOD_LEN)
+		return 1;
+	c = l7_wat(ws, p);
+	if (c == ' ') {
+		ws->b.found = p;
+		return 1;
+	}
+	if (!l7_is_tchar(c)) {
+		ws->b.bad = 1;
+		return 1;
+	}
+	return 0;
+}
+
+/* request-target up to SP: visible ASCII only; first '?' in b.aux */
+L7_CALLBACK long l7_target_cb(__u32 idx, void *ctx)
+{
+	struct l7_ws *ws = ((struct l7_wsref *)ctx)->ws;
+	__u32 off = ws->b.pos + idx * 8;
+	__u64 w;
+	int k;
+
+	if (off >= ws->b.end)
+		return 1;
+	w = l7_wload(ws, off, 'A');
+	if (!(l7_has_byte(w, ' ') | l7_has_byte(w, '?') | l7_has_byte(w, '\t') |
+	      l7_has_byte(w, 0x7f) | (w & L7_HIGHS)))
+		return 0;
+	L7_UNROLL
+	for (k = 0; k < 8; k++) {
+		__u32 p = off + k;
+		__u8 b = (__u8)(w >> (8 * k));
+
+		if (p >= ws->b.end)
+			return 1;
+		if (b == ' ') {
+			ws->b.found = p;
+			return 1;
+		}
+		if (b == '?' && ws->b.aux == L7_NONE)
+			ws->b.aux = p;
+		if (b <= 0x20 || b >= 0x7f) {
+			ws->b.bad = 1;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+L7_INLINE __u16 l7_method_id(const struct l7_ws *ws, __u32 len)
+{
+	__u64 v = l7_low_bytes(l7_wload(ws, 0, 0), len < 8 ? len : 0);
+
+	switch (len) {
+	case 3:
+		if (v == 0x544547ULL) return L7_M_GET;         /* "GET" */
+		if (v == 0x545550ULL) return L7_M_PUT;         /* "PUT" */
+		break;
+	case 4:
+		if (v == 0x44414548ULL) return L7_M_HEAD;      /* "HEAD" */
+		if (v == 0x54534f50ULL) return L7_M_POST;      /* "POST" */
+		break;
+	case 5:
+		if (v == 0x4843544150ULL) return L7_M_PATCH;   /* "PATCH" */
+		if (v == 0x4543415254ULL) return L7_M_TRACE;   /* "TRACE" */
+		break;
+	case 6:
+		if (v == 0x4554454c4544ULL) return L7_M_DELETE; /* "DELETE" */
+		break;
+	case 7:
+		if (v == 0x534e4f4954504fULL) return L7_M_OPTIONS; /* "OPTIONS" */
+		if (v == 0x5443454e4e4f43ULL) return L7_M_CONNECT; /* "CONNECT" */
+		break;
+	}
+	return L7_M_OTHER;
+}
+
+/* "HTTP/1.1" / "HTTP/1.0" and "HTTP/" as little-endian words */
+#define L7_HTTP11 0x312e312f50545448ULL
+#define L7_HTTP10 0x302e312f50545448ULL
+#define L7_HTTP_SLASH 0x2f50545448ULL
+
+/* HTTP-version at [at, end); bad_status is the status for a malformed one */
+L7_INLINE int l7_parse_version(struct l7_ws *ws, __u32 at, __u32 end, __u16 bad_status)
+{
+	__u64 v = l7_wload(ws, at, 0);
+
+	if (end - at == 8 && v == L7_HTTP11) {
+		ws->msg.version = 11;
+		return 0;
+	}
+	if (end - at == 8 && v == L7_HTTP10) {
+		ws->msg.version = 10;
+		ws->msg.flags |= L7_MF_HTTP10;
+		return 0;
+	}
+	/* HTTP/d.d of another version is well-formed, just not ours */
+	if (end - at == 8 && (v & 0xffffffffffULL) == L7_HTTP_SLASH) {
+		__u8 a = (__u8)(v >> 40), dot = (__u8)(v >> 48), b = (__u8)(v >> 56);
+
+		if (a >= '0' && a <= '9' && dot == '.' && b >= '0' && b <= '9')
+			return l7_fail(ws, bad_status == 400 ? 505 : bad_status,
+				       L7_PE_VERSION_UNSUPPORTED);
+	}
+	return l7_fail(ws, bad_status, L7_PE_BAD_VERSION);
+}
+
+L7_INLINE int l7_parse_request_line(struct l7_ws *ws)
+{
+	struct l7_wsref r = { .ws = ws };
+	struct l7_msg *m = &ws->msg;
+	__u32 end = m->line_end[0], sp1, sp2;
+
+	l7_bscan_reset(ws, 0, end);
+	L7_LOOP(L7_MAX_METHOD_LEN + 2, l7_method_cb, &r);
+	sp1 = ws->b.found;
+	if (ws->b.bad || sp1 == L7_NONE || sp1 == 0)
+		return l7_fail(ws, 400, L7_PE_BAD_METHOD);
+	m->method = l7_method_id(ws, sp1);
+
+	l7_bscan_reset(ws, sp1 + 1, end);
+	ws->b.aux = L7_NONE;
+	L7_LOOP(L7_WS_BUF / 8 + 1, l7_target_cb, &r);
+	sp2 = ws->b.found;
+	if (ws->b.bad || sp2 == L7_NONE || sp2 <= sp1 + 1 || sp2 >= end)
+		return l7_fail(ws, 400, L7_PE_BAD_TARGET);
+	m->target_off = (__u16)(sp1 + 1);
+	m->target_len = (__u16)(sp2 - sp1 - 1);
+	/* origin-form, or "*" for OPTIONS (RFC 9112 3.2); no absolute-form */
+	if (l7_wat(ws, sp1 + 1) != '/' &&
+	    !(m->method == L7_M_OPTIONS && m->target_len == 1 && l7_wat(ws, sp1 + 1) == '*'))
+		return l7_fail(ws, 400, L7_PE_BAD_TARGET);
+	if (ws->b.aux != L7_NONE) {
+		m->path_len = (__u16)(ws->b.aux - sp1 - 1);
+		m->flags |= L7_MF_HAS_QUERY;
+	} else {
+		m->path_len = m->target_len;
+	}
+	return l7_parse_version(ws, sp2 + 1, end, 400);
+}
+
+/* HTTP-version SP 3DIGIT [ SP reason-phrase ]; some servers omit the SP
+ * before an empty reason-phrase, which is harmless to accept. */
+L7_INLINE int l7_parse_status_line(struct l7_ws *ws)
+{
+	struct l7_msg *m = &ws->msg;
+	__u32 end = m->line_end[0], code = 0;
+	int k;
+
+	if (end < 12 || l7_wat(ws, 8) != ' ')
+		return l7_fail(ws, 502, L7_PE_BAD_STATUS);
+	if (l7_parse_version(ws, 0, 8, 502))
+		return 1;
+	for (k = 9; k < 12; k++) {
+		__u8 c = l7_wat(ws, k);
+
+		if (c < '0' || c > '9')
+			return l7_fail(ws, 502, L7_PE_BAD_STATUS);
+		code = code * 10 + (c - '0');
+	}
+	if ((end > 12 && l7_wat(ws, 12) != ' ') || code < 100)
+		return l7_fail(ws, 502, L7_PE_BAD_STATUS);
+	m->status = (__u16)code;
+	return 0;
+}
+
+L7_STEP int l7_step_start_line(struct l7_ws *ws, int is_request)
+{
+	if (!ws)
+		return 1;
+	return is_request ? l7_parse_request_line(ws) : l7_parse_status_line(ws);
+}
+
+/* ---- stage 3: header fields ----------------------------------------------- */
+
+/* The lower-cased bytes [off, off+len) equal a literal of len <= 24 bytes
+ * given as little-endian words a, b, c. */
+L7_INLINE int l7_lit_eq(const struct l7_window *w, __u32 off, __u32 len, __u64 a, __u64 b,
+			__u64 c)
+{
+	__u64 x = l7_lower64(l7_load64(w, off, 0));
+
+	if (len < 8)
+		return l7_low_bytes(x, len) == a;
+	if (x != a)
+		return 0;
+	if (len == 8)
+		return 1;
+	x = l7_lower64(l7_load64(w, off + 8, 0));
+	if (len < 16)
+		return l7_low_bytes(x, len - 8) == b;
+	if (x != b)
+		return 0;
+	if (len == 16)
+		return 1;
+	x = l7_lower64(l7_load64(w, off + 16, 0));
+	if (len < 24)
+		return l7_low_bytes(x, len - 16) == c;
+	return x == c;
+}
+
+L7_INLINE int l7_ws_lit(const struct l7_ws *ws, __u32 off, __u32 len, __u32 want, __u64 a,
+			__u64 b, __u64 c)
+{
+	struct l7_window w = l7_ws_window(ws);
+
+	return len == want && l7_lit_eq(&w, off, len, a, b, c);
+}
+
+#define L7_LIT_HOST 0x74736f68ULL              /* "host" */
+#define L7_LIT_CONTENT_ 0x2d746e65746e6f63ULL  /* "content-" */
+#define L7_LIT_LENGTH 0x6874676e656cULL        /* "length" */
+#define L7_LIT_TRANSFER 0x726566736e617274ULL  /* "transfer" */
+#define L7_LIT__ENCODIN 0x6e69646f636e652dULL  /* "-encodin" */
+#define L7_LIT_G 0x67ULL                       /* "g" */
+#define L7_LIT_CONNECTI 0x697463656e6e6f63ULL  /* "connecti" */
+#define L7_LIT_ON 0x6e6fULL                    /* "on" */
+#define L7_LIT_UPGRADE 0x65646172677075ULL     /* "upgrade" */
+#define L7_LIT_EXPECT 0x746365707865ULL        /* "expect" */
+#define L7_LIT_CHUNKED 0x64656b6e756863ULL     /* "chunked" */
+#define L7_LIT_CLOSE 0x65736f6c63ULL           /* "close" */
+#define L7_LIT_KEEP_ALI 0x696c612d7065656bULL  /* "keep-ali" */
+#define L7_LIT_VE 0x6576ULL                    /* "ve" */
+#define L7_LIT_100_CONT 0x746e6f632d303031ULL  /* "100-cont" */
+#define L7_LIT_INUE 0x65756e69ULL              /* "inue" */
+
+
+#define L7_MAX_NAME_SCAN 256
+
+/* field-name up to ':', hashing the lower-cased name into b.acc */
+L7_CALLBACK long l7_name_cb(__u32 i, void *ctx)
+{
+	struct l7_ws *ws = ((struct l7_wsref *)ctx)->ws;
+	__u32 p = ws->b.pos + i;
+	__u8 c;
+
+	if (p >= ws->b.end)
+		return 1;
+	if (i >= L7_MAX_NAME_SCAN) {
+		ws->b.aux = 1; /* too long */
+		return 1;
+	}
+	c = l7_wat(ws, p);
+	if (c == ':') {
+		ws->b.found = p;
+		return 1;
+	}
+	if (!l7_is_tchar(c)) {
+		ws->b.bad = 1;
+		return 1;
+	}
+	ws->b.acc = l7_name_hash_step(ws->b.acc, l7_lower(c));
+	return 0;
+}
+
+/* leading OWS: advances b.pos over SP/HTAB */
+L7_CALLBACK long l7_ows_fwd_cb(__u32 i, void *ctx)
+{
+	struct l7_ws *ws = ((struct l7_wsref *)ctx)->ws;
+	__u8 c;
+
+	if (ws->b.pos >= ws->b.end)
+		return 1;
+	c = l7_wat(ws, ws->b.pos);
+	if (c != ' ' && c != '\t')
+		return 1;
+	if (i >= L7_MAX_OWS) {
+		ws->b.bad = 1;
+		return 1;
+	}
+	ws->b.pos++;
+	return 0;
+}
+
+/* trailing OWS: moves b.end back over SP/HTAB, not below b.pos */
+L7_CALLBACK long l7_ows_back_cb(__u32 i, void *ctx)
+{
+	struct l7_ws *ws = ((struct l7_wsref *)ctx)->ws;
+	__u8 c;
+
+	if (ws->b.end <= ws->b.pos)
+		return 1;
+	c = l7_wat(ws, ws->b.end - 1);
+	if (c != ' ' && c != '\t')
+		return 1;
+	if (i >= L7_MAX_OWS) {
+		ws->b.bad = 1;
+		return 1;
+	}
+	ws->b.end--;
+	return 0;
+}
+
+L7_CALLBACK long l7_digits_cb(__u32 i, void *ctx)
+{
+	struct l7_ws *ws = ((struct l7_wsref *)ctx)->ws;
+	__u32 p = ws->b.pos + i;
+	__u8 c;
+
+	if (p >= ws->b.end)
+		return 1;
+	c = l7_wat(ws, p);
+	if (c < '0' || c > '9') {
+		ws->b.bad = 1;
+		return 1;
+	}
+	ws->b.num = ws->b.num * 10 + (c - '0');
+	return 0;
+}
+
+/* Host: uri-host [ ":" port ]; b.found = offset of ':' from b.pos,
+ * b.aux = state of an IP-literal's brackets. */
+L7_CALLBACK long l7_host_cb(__u32 i, void *ctx)
+{
+	struct l7_ws *ws = ((struct l7_wsref *)ctx)->ws;
+	__u32 p = ws->b.pos + i;
+	__u8 c;
+
+	if (p >= ws->b.end)
+		return 1;
+	c = l7_wat(ws, p);
+	if (i == 0 && c == '[')
+		ws->b.aux = 1;
+	if (c == ']' && ws->b.aux == 1) {
+		ws->b.aux = 2;
+		return 0;
+	}
+	if (c == ':' && ws->b.aux != 1) {
+		if (ws->b.found != L7_NONE) {
+			ws->b.bad = 1;
+			return 1;
+		}
+		ws->b.found = i;
+		return 0;
+	}
+	if (ws->b.found != L7_NONE) {
+		if (c < '0' || c > '9') {
+			ws->b.bad = 1;
+			return 1;
+		}
+		return 0;
+	}
+	if (c == ' ' || c == '\t' || c == '/' || c == '@' || c == '?' || c == '#' ||
+	    c == '\\' || c >= 0x7f) {
+		ws->b.bad = 1;
+		return 1;
+	}
+	return 0;
+}
+
+/* Connection: comma-separated tokens; b.aux = start of the current token + 1
+ * (0: between tokens), b.acc collects L7_MF_CLOSE/KEEP_ALIVE/UPGRADE. */
+L7_INLINE void l7_conn_token(struct l7_ws *ws, __u32 start, __u32 end)
+{
+	__u32 len = end - start;
+
+	if (l7_ws_lit(ws, start, len, 5, L7_LIT_CLOSE, 0, 0))
+		ws->b.acc |= L7_MF_CLOSE;
+	else if (l7_ws_lit(ws, start, len, 10, L7_LIT_KEEP_ALI, L7_LIT_VE, 0))
+		ws->b.acc |= L7_MF_KEEP_ALIVE;
+	else if (l7_ws_lit(ws, start, len, 7, L7_LIT_UPGRADE, 0, 0))
+		ws->b.acc |= L7_MF_UPGRADE;
+}
+
+L7_CALLBACK long l7_conn_tokens_cb(__u32 i, void *ctx)
+{
+	struct l7_ws *ws = ((struct l7_wsref *)ctx)->ws;
+	__u32 p = ws->b.pos + i;
+	__u8 c;
+
+	if (p >= ws->b.end) {
+		if (ws->b.aux)
+			l7_conn_token(ws, ws->b.aux - 1, p);
+		return 1;
+	}
+	c = l7_wat(ws, p);
+	if (l7_is_tchar(c)) {
+		if (!ws->b.aux)
+			ws->b.aux = p + 1;
+		return 0;
+	}
+	if (ws->b.aux) {
+		l7_conn_token(ws, ws->b.aux - 1, p);
+		ws->b.aux = 0;
+	}
+	if (c != ',' && c != ' ' && c != '\t') {
+		ws->b.bad = 1;
+		return 1;
+	}
+	return 0;
+}
+
+/* What the parser itself must know about a field: framing, Host,
+ * Connection, Upgrade, Expect. Other fields are only recorded. */
+L7_INLINE int l7_known_field(struct l7_ws *ws, __u32 n)
+{
+	struct l7_wsref r = { .ws = ws };
+	struct l7_msg *m = &ws->msg;
+	const struct l7_hdr *h = &m->hdr[L7_IDX(n, L7_MAX_HEADERS - 1)];
+	__u32 no = h->name_off, nl = h->name_len, vo = h->val_off, vl = h->val_len;
+
+	if (l7_ws_lit(ws, no, nl, 4, L7_LIT_HOST, 0, 0)) {
+		__u32 hl;
+
+		if (m->host_idx != L7_NONE)
+			return l7_fail(ws, 400, L7_PE_DUP_HOST);
+		m->host_idx = (__u16)n;
+		if (vl == 0 || vl > 255)
+			return l7_fail(ws, 400, L7_PE_BAD_HOST);
+		l7_bscan_reset(ws, vo, vo + vl);
+		L7_LOOP(256, l7_host_cb, &r);
+		hl = ws->b.found != L7_NONE ? ws->b.found : vl;
+		if (ws->b.bad || ws->b.aux == 1 || hl == 0)
+			return l7_fail(ws, 400, L7_PE_BAD_HOST);
+		m->host_len = (__u16)hl;
+	} else if (l7_ws_lit(ws, no, nl, 14, L7_LIT_CONTENT_, L7_LIT_LENGTH, 0)) {
+		if (m->flags & L7_MF_HAS_CL)
+			return l7_fail(ws, 400, L7_PE_DUP_CONTENT_LENGTH);
+		m->flags |= L7_MF_HAS_CL;
+		/* 18 digits cannot overflow 64 bits */
+		if (vl == 0 || vl > 18)
+			return l7_fail(ws, 400, L7_PE_BAD_CONTENT_LENGTH);
+		l7_bscan_reset(ws, vo, vo + vl);
+		L7_LOOP(19, l7_digits_cb, &r);
+		if (ws->b.bad)
+			return l7_fail(ws, 400, L7_PE_BAD_CONTENT_LENGTH);
+		m->content_length = ws->b.num;
+	} else if (l7_ws_lit(ws, no, nl, 17, L7_LIT_TRANSFER, L7_LIT__ENCODIN, L7_LIT_G)) {
+		if (m->flags & L7_MF_HAS_TE)
+			return l7_fail(ws, 400, L7_PE_DUP_TRANSFER_ENCODING);
+		m->flags |= L7_MF_HAS_TE;
+		/* only a lone "chunked" is understood; anything else (gzip,
+		 * stacked codings, parameters) is refused */
+		if (!l7_ws_lit(ws, vo, vl, 7, L7_LIT_CHUNKED, 0, 0))
+			return l7_fail(ws, 501, L7_PE_UNKNOWN_CODING);
+	} else if (l7_ws_lit(ws, no, nl, 10, L7_LIT_CONNECTI, L7_LIT_ON, 0)) {
+		if (vl > L7_MAX_MATCH_STR)
+			return l7_fail(ws, 400, L7_PE_BAD_CONNECTION);
+		l7_bscan_reset(ws, vo, vo + vl);
+		L7_LOOP(L7_MAX_MATCH_STR + 1, l7_conn_tokens_cb, &r);
+		if (ws->b.bad)
+			return l7_fail(ws, 400, L7_PE_BAD_CONNECTION);
+		m->flags |= ws->b.acc;
+	} else if (l7_ws_lit(ws, no, nl, 7, L7_LIT_UPGRADE, 0, 0)) {
+		m->flags |= L7_MF_UPGRADE;
+	} else if (l7_ws_lit(ws, no, nl, 6, L7_LIT_EXPECT, 0, 0)) {
+		if (l7_ws_lit(ws, vo, vl, 12, L7_LIT_100_CONT, L7_LIT_INUE, 0))
+			m->flags |= L7_MF_EXPECT_100;
+		else
+			m->flags |= L7_MF_EXPECT_OTHER;
+	}
+	return 0;
+}
+
+/* One field line: name, colon, OWS-trimmed value. */
+L7_CALLBACK long l7_field_cb(__u32 idx, void *ctx)
+{
+	struct l7_ws *ws = ((struct l7_wsref *)ctx)->ws;
+	struct l7_wsref r = { .ws = ws };
+	struct l7_msg *m = &ws->msg;
+	__u32 line = idx + 1, start, end, colon, n;
+	struct l7_hdr *h;
+	__u8 c0;
+
+	if (line >= m->n_lines)
+		return 1;
+	start = m->line_end[L7_IDX(line - 1, L7_LINE_MASK)] + 2;
+	end = m->line_end[L7_IDX(line, L7_LINE_MASK)];
+	if (end <= start)
+		return l7_fail(ws, 400, L7_PE_NO_COLON);
+	c0 = l7_wat(ws, start);
+	if (c0 == ' ' || c0 == '\t')
+		return l7_fail(ws, 400, L7_PE_OBS_FOLD);
+
+	l7_bscan_reset(ws, start, end);
+	ws->b.acc = L7_NAME_HASH_INIT;
+	L7_LOOP(L7_MAX_NAME_SCAN + 1, l7_name_cb, &r);
+	if (ws->b.bad)
+		return l7_fail(ws, 400, L7_PE_BAD_NAME);
+	colon = ws->b.found;
+	if (colon == L7_NONE)
+		return ws->b.aux ? l7_fail(ws, 431, L7_PE_BAD_NAME)
+				 : l7_fail(ws, 400, L7_PE_NO_COLON);
+	if (colon == start)
+		return l7_fail(ws, 400, L7_PE_BAD_NAME);
+
+	n = m->n_hdrs;
+	if (n >= L7_MAX_HEADERS)
+		return l7_fail(ws, 431, L7_PE_TOO_MANY_LINES);
+	h = &m->hdr[L7_IDX(n, L7_MAX_HEADERS - 1)];
+	h->name_off = (__u16)start;
+	h->name_len = (__u16)(colon - start);
+	h->name_hash = ws->b.acc;
+
+	l7_bscan_reset(ws, colon + 1, end);
+	L7_LOOP(L7_MAX_OWS + 1, l7_ows_fwd_cb, &r);
+	L7_LOOP(L7_MAX_OWS + 1, l7_ows_back_cb, &r);
+	if (ws->b.bad)
+		return l7_fail(ws, 400, L7_PE_LONG_OWS);
+	h->val_off = (__u16)ws->b.pos;
+	h->val_len = (__u16)(ws->b.end > ws->b.pos ? ws->b.end - ws->b.pos : 0);
+	m->n_hdrs = (__u16)(n + 1);
+	return l7_known_field(ws, n);
+}
+
+L7_STEP int l7_step_fields(struct l7_ws *ws)
+{
+	struct l7_wsref r = { .ws = ws };
+
+	if (!ws)
+		return 1;
+	ws->result = L7_P_OK;
+	L7_LOOP(L7_MAX_LINES, l7_field_cb, &r);
+	return ws->result == L7_P_ERROR;
+}
+
+/* ---- entry points ------------------------------------------------------- */
+
+L7_INLINE void l7_msg_reset(struct l7_msg *m)
+{
+	m->status = 0;
+	m->error = 0;
+	m->method = L7_M_OTHER;
+	m->version = 0;
+	m->hdr_len = 0;
+	m->flags = 0;
+	m->target_off = 0;
+	m->target_len = 0;
+	m->path_len = 0;
+	m->host_idx = L7_NONE;
+	m->host_len = 0;
+	m->n_lines = 0;
+	m->n_hdrs = 0;
+	m->body_kind = L7_BODY_NONE;
+	m->content_length = 0;
+}
+
+/*
+ * Parses the head of a request (is_request) or a response in
+ * ws->buf[0, ws->len). Returns enum l7_parse_status; on L7_P_OK the head is
+ * msg.hdr_len bytes and msg.body_kind / msg.content_length frame the body.
+ * For responses the caller still applies the rules that depend on the
+ * request (HEAD, 1xx, 204, 304): l7_response_body().
+ */
+L7_INLINE int l7_parse_head(struct l7_ws *ws, int is_request)
+{
+	struct l7_msg *m = &ws->msg;
+	int st;
+
+	l7_msg_reset(m);
+	st = l7_step_lines(ws);
+	if (st != L7_P_OK)
+		return st;
+	if (l7_step_start_line(ws, is_request) || l7_step_fields(ws))
+		return L7_P_ERROR;
+
+	if (m->flags & L7_MF_HAS_TE) {
+		if (m->flags & L7_MF_HAS_CL) {
+			l7_fail(ws, is_request ? 400 : 502, L7_PE_TE_AND_CL);
+			return L7_P_ERROR;
+		}
+		if (m->version == 10) {
+			l7_fail(ws, is_request ? 400 : 502, L7_PE_TE_HTTP10);
+			return L7_P_ERROR;
+		}
+		m->body_kind = L7_BODY_CHUNKED;
+	} else if (m->flags & L7_MF_HAS_CL) {
+		m->body_kind = m->content_length ? L7_BODY_LENGTH : L7_BODY_NONE;
+	} else {
+		m->body_kind = is_request ? L7_BODY_NONE : L7_BODY_UNTIL_CLOSE;
+	}
+	/* HTTP/1.0 closes unless it asked for keep-alive */
+	if (m->version == 10 && !(m->flags & L7_MF_KEEP_ALIVE))
+		m->flags |= L7_MF_CLOSE;
+	if (is_request && m->host_idx == L7_NONE && m->version == 11) {
+		l7_fail(ws, 400, L7_PE_NO_HOST);
+		return L7_P_ERROR;
+	}
+	return L7_P_OK;
+}
+
+/* Body framing of a response given the request it answers (RFC 9112 6.3). */
+L7_INLINE void l7_response_body(struct l7_msg *resp, int req_was_head)
+{
+	__u16 st = resp->status;
+
+	if (req_was_head || (st >= 100 && st < 200) || st == 204 || st == 304) {
+		resp->body_kind = L7_BODY_NONE;
+		resp->content_length = 0;
+	}
+	if (resp->body_kind == L7_BODY_UNTIL_CLOSE)
+		resp->flags |= L7_MF_CLOSE;
+}
+
+/* ---- body framing (Content-Length and chunked) -------------------------- */
+
+L7_INLINE void l7_body_init(struct l7_body_state *b, __u8 kind, __u64 length)
+{
+	b->kind = kind;
+	b->phase = L7_CH_SIZE;
+	b->digits = 0;
+	b->done = kind == L7_BODY_NONE || (kind == L7_BODY_LENGTH && length == 0);
+	b->line = 0;
+	b->pad = 0;
+	b->remaining = kind == L7_BODY_LENGTH ? length : 0;
+}
+
+#define L7_MAX_CHUNK_DIGITS 15 /* 60-bit sizes: no overflow, no ambiguity */
+#define L7_MAX_CHUNK_LINE 4096 /* extension or trailer line */
+
+enum l7_body_result {
+	L7_B_OK = 0,
+	L7_B_ERROR = -1,
+};
+
+L7_INLINE int l7_hexval(__u8 c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/*
+ * Advances chunked framing over one byte that is not chunk data. Returns
+ * L7_B_ERROR on malformed framing. The caller skips chunk data itself (it
+ * never needs to read it): while phase == L7_CH_DATA, `remaining` bytes
+ * belong to the chunk.
+ */
+L7_INLINE int l7_chunk_byte(struct l7_body_state *b, __u8 c)
+{
+	int v;
+
+	switch (b->phase) {
+	case L7_CH_SIZE:
+		v = l7_hexval(c);
+		if (v >= 0) {
+			if (b->digits >= L7_MAX_CHUNK_DIGITS)
+				return L7_B_ERROR;
+			b->remaining = (b->remaining << 4) | (__u64)v;
+			b->digits++;
+			return L7_B_OK;
+		}
+		if (!b->digits)
+			return L7_B_ERROR;
+		if (c == '\r') {
+			b->phase = L7_CH_SIZE_LF;
+			return L7_B_OK;
+		}
+		if (c == ';' || c == ' ' || c == '\t') {
+			b->phase = L7_CH_EXT;
+			b->line = 0;
+			return L7_B_OK;
+		}
+		return L7_B_ERROR;
+	case L7_CH_EXT:
+		if (c == '\r') {
+			b->phase = L7_CH_SIZE_LF;
+			return L7_B_OK;
+		}
+		if (c == '\n' || (c < 0x20 && c != '\t') || c == 0x7f ||
+		    ++b->line > L7_MAX_CHUNK_LINE)
+			return L7_B_ERROR;
+		return L7_B_OK;
+	case L7_CH_SIZE_LF:
+		if (c != '\n')
+			return L7_B_ERROR;
+		b->digits = 0;
+		if (b->remaining == 0) {
+			b->phase = L7_CH_TRAILER;
+			return L7_B_OK;
+		}
+		b->phase = L7_CH_DATA;
+		return L7_B_OK;
+	case L7_CH_DATA_CR:
+		if (c != '\r')
+			return L7_B_ERROR;
+		b->phase = L7_CH_DATA_LF;
+		return L7_B_OK;
+	case L7_CH_DATA_LF:
+		if (c != '\n')
+			return L7_B_ERROR;
+		b->phase = L7_CH_SIZE;
+		b->remaining = 0;
+		return L7_B_OK;
+	case L7_CH_TRAILER:
+		if (c == '\r') {
+			b->phase = L7_CH_END_LF;
+			return L7_B_OK;
+		}
+		if (!l7_is_tchar(c))
+			return L7_B_ERROR;
+		b->phase = L7_CH_TRAILER_LINE;
+		b->line = 1;
+		return L7_B_OK;
+	case L7_CH_TRAILER_LINE:
+		if (c == '\r') {
+			b->phase = L7_CH_TRAILER_LF;
+			return L7_B_OK;
+		}
+		if (c == '\n' || (c < 0x20 && c != '\t') || c == 0x7f ||
+		    ++b->line > L7_MAX_CHUNK_LINE)
+			return L7_B_ERROR;
+		return L7_B_OK;
+	case L7_CH_TRAILER_LF:
+		if (c != '\n')
+			return L7_B_ERROR;
+		b->phase = L7_CH_TRAILER;
+		return L7_B_OK;
+	case L7_CH_END_LF:
+		if (c != '\n')
+			return L7_B_ERROR;
+		b->phase = L7_CH_DONE;
+		b->done = 1;
+		return L7_B_OK;
+	}
+	return L7_B_ERROR;
+}
+
+#endif /* L7_HTTP_H */

@@ -1,0 +1,377 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The data plane's shared types: every map key and value that both the BPF
+ * programs (bpf/l7fast.bpf.c) and l7fastd (daemon/) read or write is defined
+ * here and nowhere else. The daemon pins the sizes with static_asserts
+ * (daemon/src/dataplane/Abi.cpp), so a layout change that would make the two
+ * sides disagree fails the build instead of corrupting a map.
+ *
+ * Conventions
+ *  - Fixed-width types only, explicit padding, no bitfields.
+ *  - A "connection key" always names the TCP connection from the point of
+ *    view of its active opener: `client` is the side that called connect(),
+ *    `server` the side that accepted. Both ends of one connection therefore
+ *    compute the same key.
+ *  - Policy tables are double-buffered by generation (0/1): the daemon writes
+ *    the inactive generation, then flips l7_config.active_gen; a program reads
+ *    the generation once per message, so every request sees one whole policy.
+ */
+#ifndef L7FAST_ABI_H
+#define L7FAST_ABI_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define L7_ABI_VERSION 1
+
+/* Sizes of the tables. Route sets are bitmaps of L7_MAX_ROUTES bits. */
+#define L7_GENS 2
+#define L7_MAX_LISTENERS 64
+#define L7_MAX_ROUTES 1024
+#define L7_BM_WORDS (L7_MAX_ROUTES / 64)
+#define L7_MAX_CLUSTERS 256
+#define L7_MAX_ENDPOINTS 1024
+#define L7_MAX_TARGETS 8          /* weighted clusters of one route */
+#define L7_MAX_POOLS 256          /* distinct upstream addresses */
+#define L7_SLOTS_PER_POOL 16      /* pooled upstream connections per address */
+#define L7_MAX_SLOTS (L7_MAX_POOLS * L7_SLOTS_PER_POOL)
+#define L7_NO_SLOT 0xffffffffu
+#define L7_MAX_PREFIX_LENS 16     /* distinct path-prefix lengths in one policy */
+#define L7_MAX_MATCH_HDRS 16      /* distinct header names routes match on */
+#define L7_MAX_MATCH_STR 256      /* longest host/path/value a kernel rule compares */
+#define L7_MAX_HDR_NAME 64        /* longest header name a kernel rule compares */
+#define L7_MAX_HEADERS 64         /* header lines per message in the header vector */
+#define L7_MAX_CONNS 65536
+
+/* Header blocks up to this size are parsed in the kernel; larger ones go to
+ * the slow path, which accepts up to L7_USER_MAX_HDR_BLOCK (then 431). */
+#define L7_SCRATCH_SIZE 8192
+#define L7_USER_MAX_HDR_BLOCK 65536
+
+enum l7_method {
+	L7_M_GET = 0,
+	L7_M_HEAD,
+	L7_M_POST,
+	L7_M_PUT,
+	L7_M_DELETE,
+	L7_M_PATCH,
+	L7_M_OPTIONS,
+	L7_M_CONNECT,
+	L7_M_TRACE,
+	L7_M_OTHER,
+	L7_M_COUNT,
+};
+
+/* ---- connection identity ------------------------------------------------ */
+
+struct l7_conn_key {
+	__u32 client_ip[4];  /* IPv4 in client_ip[0], network byte order */
+	__u32 server_ip[4];
+	__u16 client_port;   /* host byte order */
+	__u16 server_port;
+	__u16 family;        /* AF_INET or AF_INET6 */
+	__u16 pad;
+};
+
+struct l7_listener_key {
+	__u32 ip[4];         /* all zero: wildcard address */
+	__u16 port;          /* host byte order */
+	__u16 family;
+};
+
+struct l7_listener {
+	__u32 id;
+	__u32 flags;
+};
+
+/* ---- policy tables (written by the daemon's PolicyCompiler) -------------- */
+
+struct l7_bitmap {
+	__u64 w[L7_BM_WORDS];
+};
+
+/* Index of a route set in the l7_bitmaps array, within one generation. */
+#define L7_BMI_LISTENER(id) (id)
+#define L7_BMI_METHOD(m) (L7_MAX_LISTENERS + (m))
+#define L7_BMI_HOST_ANY (L7_MAX_LISTENERS + L7_M_COUNT)
+#define L7_BMI_PATH_ANY (L7_BMI_HOST_ANY + 1)
+/* routes that do not look at match header h (absent or present, any value) */
+#define L7_BMI_HDR_ANY(h) (L7_BMI_PATH_ANY + 1 + (h))
+/* routes that only require match header h to be present */
+#define L7_BMI_HDR_PRESENT(h) (L7_BMI_HDR_ANY(L7_MAX_MATCH_HDRS) + (h))
+#define L7_BMI_PER_GEN (L7_BMI_HDR_PRESENT(L7_MAX_MATCH_HDRS))
+
+enum l7_match_kind {
+	L7_MK_HOST_EXACT = 1,  /* aux = 0 */
+	L7_MK_PATH_EXACT = 2,  /* aux = 0 */
+	L7_MK_PATH_PREFIX = 3, /* aux = prefix length */
+	L7_MK_HDR_EXACT = 4,   /* aux = match header index */
+};
+
+/* A string condition, looked up by keyed hash and verified byte for byte
+ * (a hash alone would let a crafted request collide with a protected rule). */
+struct l7_match_key {
+	__u64 hash;
+	__u16 kind;
+	__u16 aux;
+	__u16 gen;
+	__u16 pad;
+};
+
+struct l7_match_val {
+	struct l7_bitmap routes;
+	__u16 len;
+	__u8 pad[6];
+	__u8 str[L7_MAX_MATCH_STR];
+};
+
+/* Route placement: why a route's traffic goes to the slow path. */
+enum l7_route_flags {
+	L7_RF_VALID = 1u << 0,
+	L7_RF_KERNEL = 1u << 1, /* action runs in the kernel; else slow path */
+};
+
+struct l7_route {
+	__u32 flags;
+	__u16 n_targets;
+	__u16 total_weight;
+	__u16 cluster[L7_MAX_TARGETS];
+	__u16 cum_weight[L7_MAX_TARGETS]; /* cumulative, last == total_weight */
+	__u32 stats_id;                   /* index in l7_route_stats */
+	__u32 pad;
+};
+
+enum l7_lb {
+	L7_LB_ROUND_ROBIN = 0,
+	L7_LB_WEIGHTED = 1,
+};
+
+struct l7_cluster {
+	__u16 lb;
+	__u16 n_endpoints;
+	__u32 first_endpoint; /* index into this generation's l7_endpoints */
+	__u32 total_weight;
+	__u32 pad;
+};
+
+struct l7_endpoint {
+	__u32 pool_id;    /* stable across reloads for the same address */
+	__u32 weight;
+	__u32 cum_weight; /* cumulative within the cluster */
+	__u32 pad;
+};
+
+/* Per-generation facts the matcher needs before it touches the tables. */
+struct l7_gen_meta {
+	__u64 seed;                               /* keyed hash seed */
+	__u32 n_routes;
+	__u32 n_prefix_lens;
+	__u16 prefix_lens[L7_MAX_PREFIX_LENS];    /* ascending */
+	__u32 n_match_hdrs;
+	__u32 flags;                              /* enum l7_gen_meta_flags */
+	__u64 hdr_name_hash[L7_MAX_MATCH_HDRS];   /* l7_name_hash of lowercase names */
+	__u8 hdr_name[L7_MAX_MATCH_HDRS][L7_MAX_HDR_NAME];
+	__u16 hdr_name_len[L7_MAX_MATCH_HDRS];
+};
+
+enum l7_gen_meta_flags {
+	L7_GMF_HOST = 1u << 0, /* some route has a host condition */
+	L7_GMF_PATH = 1u << 1, /* some route has a path condition */
+};
+
+enum l7_config_flags {
+	L7_CF_ENABLED = 1u << 0,        /* policy loaded; otherwise pass everything */
+	L7_CF_REMOTE_CLIENTS = 1u << 1, /* offload requests arriving from the network */
+};
+
+struct l7_config {
+	__u32 active_gen;
+	__u32 flags;
+	__u64 generation;          /* policy generation number, for telemetry */
+	__u32 ingress_budget;      /* max bytes of one message sent socket-to-socket */
+	__u32 pad;
+	struct l7_gen_meta meta[L7_GENS];
+};
+
+/* ---- upstream connection pool (l7_slots, mmap-able, CAS on state) ------ */
+
+enum l7_slot_state {
+	L7_SLOT_EMPTY = 0,      /* free for the daemon to use */
+	L7_SLOT_CONNECTING = 1, /* daemon owns it, socket not yet usable */
+	L7_SLOT_IDLE = 2,       /* in the pool; the data plane may claim it */
+	L7_SLOT_KBUSY = 3,      /* a kernel-path request is in flight */
+	L7_SLOT_UBUSY = 4,      /* the slow path uses it */
+	L7_SLOT_RELAY = 5,      /* response handed to the daemon mid-flight */
+	L7_SLOT_DEAD = 6,       /* unusable; daemon closes and empties it */
+};
+
+enum l7_slot_flags {
+	L7_SF_BACKEND_LOCAL = 1u << 0, /* backend's socket is in l7_sk_backend */
+};
+
+/* Body framing shared by requests and responses; advanced by l7_body_step(). */
+enum l7_body_kind {
+	L7_BODY_NONE = 0,
+	L7_BODY_LENGTH = 1,
+	L7_BODY_CHUNKED = 2,
+	L7_BODY_UNTIL_CLOSE = 3,
+};
+
+enum l7_chunk_phase {
+	L7_CH_SIZE = 0,     /* hex digits of a chunk size */
+	L7_CH_EXT,          /* chunk extension up to CR */
+	L7_CH_SIZE_LF,      /* LF after the size line */
+	L7_CH_DATA,         /* `remaining` bytes of chunk data */
+	L7_CH_DATA_CR,
+	L7_CH_DATA_LF,
+	L7_CH_TRAILER,      /* start of a trailer line, or the final CRLF */
+	L7_CH_TRAILER_LINE, /* inside a trailer field line */
+	L7_CH_TRAILER_LF,
+	L7_CH_END_LF,       /* LF of the final empty line */
+	L7_CH_DONE,
+};
+
+struct l7_body_state {
+	__u64 remaining;
+	__u8 kind;
+	__u8 phase;
+	__u8 digits;  /* hex digits seen in the current size line */
+	__u8 done;    /* body complete */
+	__u16 line;   /* bytes in the current size/extension/trailer line */
+	__u16 pad;
+};
+
+enum l7_resp_phase {
+	L7_RESP_START = 0, /* next bytes are a status line */
+	L7_RESP_BODY = 1,
+};
+
+struct l7_resp_state {
+	__u8 phase;
+	__u8 req_head;     /* request was HEAD: no body whatever the headers say */
+	__u8 close_after;  /* response or request asked to close the connection */
+	__u8 via_tcp;      /* rest of this response goes over TCP (budget) */
+	__u16 status;
+	__u16 cork_count;
+	__u64 bytes;       /* bytes of this response forwarded so far */
+	struct l7_body_state body;
+};
+
+struct l7_slot {
+	__u64 state;        /* enum l7_slot_state; changed with compare-and-swap */
+	__u32 pool_id;
+	__u32 flags;        /* enum l7_slot_flags */
+	struct l7_conn_key client; /* client of the request in flight */
+	__u32 client_local; /* client socket is in l7_sk_client */
+	__u32 stats_id;     /* route stats of the request in flight */
+	__u64 req_start_ns;
+	__u64 uses;
+	struct l7_resp_state resp;
+};
+
+/* ---- per client connection (l7_conns) ----------------------------------- */
+
+enum l7_conn_mode {
+	L7_MODE_KERNEL = 0,
+	L7_MODE_USER = 1,   /* everything from now on goes to the slow path */
+};
+
+enum l7_conn_side {
+	L7_SIDE_LOCAL = 0,  /* the client's own socket is in l7_sk_client */
+	L7_SIDE_REMOTE = 1, /* only the daemon's accepted socket is known */
+};
+
+enum l7_req_phase {
+	L7_REQ_IDLE = 0,
+	L7_REQ_CORKED = 1,  /* waiting for the rest of a header block */
+	L7_REQ_BODY = 2,    /* chunked body continues in the next message */
+};
+
+enum l7_body_target {
+	L7_BT_DAEMON = 0,   /* pass to the slow path */
+	L7_BT_INGRESS = 1,  /* backend socket's ingress (socket to socket) */
+	L7_BT_EGRESS = 2,   /* pooled upstream socket's egress (TCP) */
+};
+
+struct l7_conn {
+	__u32 listener_id;
+	__u8 mode;
+	__u8 side;
+	__u8 req_phase;
+	__u8 cork_count;
+	__u32 cork_size;
+	__u32 kslot;          /* slot of the body in progress (L7_REQ_BODY) */
+	__u64 k_outstanding;  /* kernel requests whose response is not complete */
+	__u64 u_sent;         /* requests handed to the slow path */
+	__u64 k_requests;
+	__u32 body_target;    /* enum l7_body_target of the body in progress */
+	__u32 user_reason;    /* enum l7_reason that switched to L7_MODE_USER */
+	struct l7_body_state req_body;
+};
+
+/* Written only by the daemon: slow-path requests it has answered. */
+struct l7_conn_user {
+	__u64 u_done;
+};
+
+/* ---- telemetry ----------------------------------------------------------- */
+
+#define L7_LAT_BUCKETS 16 /* bucket i: latency < 2^(i+4) ns... see l7_lat_bucket */
+
+struct l7_route_stats {
+	__u64 requests_kernel;
+	__u64 requests_user;
+	__u64 status[6];       /* 1xx..5xx, [0] = other */
+	__u64 bytes_in;
+	__u64 bytes_out;
+	__u64 latency[L7_LAT_BUCKETS];
+};
+
+/* Why the data plane handed something to the slow path (global counters). */
+enum l7_reason {
+	L7_R_NONE = 0,
+	L7_R_NO_CONN,          /* connection unknown to the data plane */
+	L7_R_USER_MODE,        /* connection already in user mode */
+	L7_R_INCOMPLETE,       /* header block never completed in the kernel */
+	L7_R_TOO_BIG,          /* header block larger than L7_SCRATCH_SIZE */
+	L7_R_PARSE,            /* malformed or ambiguous: the slow path answers */
+	L7_R_UNSUPPORTED,      /* valid but not handled in the kernel (upgrade, expect...) */
+	L7_R_NO_ROUTE,
+	L7_R_ROUTE_USER,       /* route placed in user space */
+	L7_R_POOL_MISS,
+	L7_R_PIPELINED,
+	L7_R_REDIRECT,         /* target socket gone */
+	L7_R_USER_PENDING,     /* an earlier request is still in the slow path */
+	L7_R_DISABLED,
+	L7_R_COUNT,
+};
+
+enum l7_counter {
+	L7_C_REQ_KERNEL = 0,
+	L7_C_REQ_USER,
+	L7_C_RESP_KERNEL,
+	L7_C_RESP_RELAY,     /* responses handed to the daemon */
+	L7_C_CORKED,
+	L7_C_BUDGET_TCP,     /* messages sent over TCP because of the ingress budget */
+	L7_C_SCRATCH_BUSY,   /* nested invocation found the per-CPU scratch in use */
+	L7_C_CONN_CLOSE,     /* close events sent to the daemon */
+	L7_C_REASON_BASE,    /* + enum l7_reason */
+	L7_C_COUNT = L7_C_REASON_BASE + L7_R_COUNT,
+};
+
+/* ---- events to the daemon (l7_events ring buffer) ------------------------ */
+
+enum l7_event_type {
+	L7_EV_CLOSE_CLIENT = 1, /* response complete and the connection must close */
+	L7_EV_RELAY = 2,        /* a response was handed to the daemon (slot) */
+	L7_EV_SLOT_DEAD = 3,    /* redirect to a pooled socket failed (slot) */
+};
+
+struct l7_event {
+	__u32 type;
+	__u32 slot;
+	struct l7_conn_key conn;
+};
+
+#endif /* L7FAST_ABI_H */

@@ -1,0 +1,922 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * l7fast data plane. One object, attached as:
+ *
+ *   l7_sockops      cgroup sockops: adopts client sockets of l7fast listeners
+ *                   and backends' ends of pooled connections.
+ *   l7_req_msg      SK_MSG on local client sockets: requests.
+ *   l7_resp_msg     SK_MSG on local backends' sockets: responses.
+ *   l7_req_parser,  SK_SKB parser + verdict on the daemon's accepted sockets
+ *   l7_req_verdict  of remote clients: requests arriving from the network.
+ *   l7_resp_skb     SK_SKB verdict on pooled upstream sockets: responses
+ *                   arriving from the network.
+ *
+ * SK_MSG runs synchronously in the sender's context, SK_SKB redirects go
+ * through the psock backlog worker, so SK_MSG is used wherever the sender is a
+ * local socket. ARCHITECTURE.md describes the request/response state machine.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#include "l7_http.h"
+#include "l7_maps.h"
+#include "lib/conn.h"
+#include "lib/frame.h"
+#include "lib/match.h"
+#include "lib/select.h"
+
+/* Load-time specialisation, set by the daemon through the skeleton. */
+const volatile __u32 cfg_max_cork = 8;       /* header-block re-runs per message */
+const volatile __u32 cfg_piece_max = 65536;  /* largest strparser message */
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* ---- shared helpers ------------------------------------------------------ */
+
+static __always_inline void l7_event(__u32 type, __u32 slot, const struct l7_conn_key *k)
+{
+	struct l7_event *e = bpf_ringbuf_reserve(&l7_events, sizeof(*e), 0);
+
+	if (!e)
+		return;
+	e->type = type;
+	e->slot = slot;
+	__builtin_memcpy(&e->conn, k, sizeof(e->conn));
+	bpf_ringbuf_submit(e, 0);
+}
+
+static __always_inline int l7_to_user(struct l7_conn *c, __u32 reason)
+{
+	c->mode = L7_MODE_USER;
+	c->user_reason = reason;
+	l7_count(L7_C_REQ_USER);
+	l7_count(L7_C_REASON_BASE + reason);
+	return SK_PASS;
+}
+
+static __always_inline struct l7_route_stats *l7_rstats(__u32 id)
+{
+	return bpf_map_lookup_elem(&l7_route_stats, &id);
+}
+
+/* bucket i holds latencies in [2^(i+10), 2^(i+11)) ns; 0 and 15 are open */
+static __always_inline __u32 l7_lat_bucket(__u64 ns)
+{
+	__u32 b = 0;
+	int i;
+
+	ns >>= 10;
+	for (i = 0; i < L7_LAT_BUCKETS - 1; i++) {
+		if (ns < 2)
+			break;
+		ns >>= 1;
+		b++;
+	}
+	return b;
+}
+
+/* index into l7_route_stats.status: 1..5 for 1xx..5xx, 0 otherwise */
+static __always_inline __u32 l7_status_class(__u16 st)
+{
+	if (st >= 600 || st < 100)
+		return 0;
+	if (st >= 500)
+		return 5;
+	if (st >= 400)
+		return 4;
+	if (st >= 300)
+		return 3;
+	if (st >= 200)
+		return 2;
+	return 1;
+}
+
+static __always_inline struct l7_listener *l7_find_listener(const struct l7_conn_key *k)
+{
+	struct l7_listener_key lk = {};
+	struct l7_listener *l;
+
+	__builtin_memcpy(lk.ip, k->server_ip, sizeof(lk.ip));
+	lk.port = k->server_port;
+	lk.family = k->family;
+	l = bpf_map_lookup_elem(&l7_listeners, &lk);
+	if (l)
+		return l;
+	__builtin_memset(lk.ip, 0, sizeof(lk.ip));
+	return bpf_map_lookup_elem(&l7_listeners, &lk);
+}
+
+/* ---- sockops --------------------------------------------------------------- */
+
+SEC("sockops")
+int l7_sockops(struct bpf_sock_ops *skops)
+{
+	struct l7_conn_key k;
+	__u32 op = skops->op;
+
+	if (op == BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB) {
+		struct l7_config *cfg = l7_cfg();
+		struct l7_conn c = {};
+		struct l7_listener *l;
+
+		if (!cfg || !(cfg->flags & L7_CF_ENABLED))
+			return 1;
+		L7_KEY_FROM_CTX(&k, skops, 1);
+		l = l7_find_listener(&k);
+		if (!l)
+			return 1;
+		c.listener_id = l->id;
+		c.mode = L7_MODE_KERNEL;
+		c.side = L7_SIDE_LOCAL;
+		c.kslot = L7_NO_SLOT;
+		if (bpf_map_update_elem(&l7_conns, &k, &c, BPF_ANY))
+			return 1;
+		if (bpf_sock_hash_update(skops, &l7_sk_client, &k, BPF_ANY))
+			bpf_map_delete_elem(&l7_conns, &k);
+	} else if (op == BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB) {
+		struct l7_slot *s;
+		__u32 *sid, id;
+
+		L7_KEY_FROM_CTX(&k, skops, 0);
+		sid = bpf_map_lookup_elem(&l7_slot_by_tuple, &k);
+		if (!sid)
+			return 1;
+		id = *sid;
+		if (bpf_sock_hash_update(skops, &l7_sk_backend, &id, BPF_ANY))
+			return 1;
+		s = bpf_map_lookup_elem(&l7_slots, &id);
+		if (s)
+			__sync_fetch_and_or(&s->flags, L7_SF_BACKEND_LOCAL);
+	}
+	return 1;
+}
+
+/* ---- request decision (shared by SK_MSG and SK_SKB) ----------------------- */
+
+enum l7_decision_kind {
+	L7_D_KERNEL = 0,    /* forward on the slot */
+	L7_D_PASS_REQ = 1,  /* this request to the slow path */
+	L7_D_PASS_CONN = 2, /* this and everything after it to the slow path */
+	L7_D_MORE = 3,      /* header block incomplete */
+};
+
+/*
+ * Global (non-static) subprograms are verified once, on their own, instead of
+ * at every call site: the parser, the matcher and the decision are most of
+ * the instructions. They must not change packet data (kernels before 6.12
+ * cannot track that through global calls), so the programs copy bytes into
+ * scratch first.
+ */
+__noinline int l7_g_parse(struct l7_scratch *s, __u32 len, __u32 is_request)
+{
+	if (!s)
+		return L7_P_ERROR;
+	s->ws.len = len > L7_SCRATCH_SIZE ? L7_SCRATCH_SIZE : len;
+	return l7_parse_head(&s->ws, is_request);
+}
+
+__noinline int l7_g_match(struct l7_scratch *s, struct l7_config *cfg, __u32 gen,
+			  __u32 listener_id)
+{
+	if (!s || !cfg)
+		return -1;
+	return l7_match_route(s, cfg, gen & 1, listener_id);
+}
+
+#define L7_DECIDE_REMOTE 0x80000000u
+
+/* Parses the request in scratch and decides where it goes (s->dec). */
+__noinline int l7_g_decide(struct l7_scratch *s, __u32 n_flags, struct l7_conn *c,
+			   struct l7_conn_key *key, struct l7_config *cfg)
+{
+	__u32 n = n_flags & ~L7_DECIDE_REMOTE;
+	int remote = !!(n_flags & L7_DECIDE_REMOTE);
+	struct l7_decision *d;
+	struct l7_conn_user *u;
+	struct l7_route *r;
+	struct l7_msg *m;
+	__u32 gen, rk;
+	long pool;
+	int r_idx, st;
+
+	if (!s || !c || !key || !cfg)
+		return -1;
+	d = &s->dec;
+	m = &s->ws.msg;
+	__builtin_memset(d, 0, sizeof(*d));
+	d->kind = L7_D_PASS_CONN;
+	st = l7_g_parse(s, n, 1);
+	if (st == L7_P_MORE) {
+		d->kind = L7_D_MORE;
+		d->reason = n >= L7_SCRATCH_SIZE ? L7_R_TOO_BIG : L7_R_INCOMPLETE;
+		return 0;
+	}
+	if (st != L7_P_OK) {
+		d->reason = L7_R_PARSE;
+		return 0;
+	}
+	d->head_len = m->hdr_len;
+	d->body_kind = m->body_kind;
+	d->cl = m->content_length;
+	d->req_head = m->method == L7_M_HEAD;
+	d->close = !!(m->flags & L7_MF_CLOSE);
+	if ((m->flags & (L7_MF_UPGRADE | L7_MF_EXPECT_OTHER)) || m->method == L7_M_CONNECT ||
+	    (remote && m->body_kind == L7_BODY_CHUNKED) || m->content_length > (1ULL << 30)) {
+		d->reason = L7_R_UNSUPPORTED;
+		return 0;
+	}
+	d->total = m->hdr_len + (m->body_kind == L7_BODY_LENGTH ? m->content_length : 0);
+
+	d->kind = L7_D_PASS_REQ;
+	u = bpf_map_lookup_elem(&l7_conn_user, key);
+	if (c->u_sent != (u ? u->u_done : 0)) {
+		d->reason = L7_R_USER_PENDING;
+		return 0;
+	}
+	gen = cfg->active_gen & 1;
+	r_idx = l7_g_match(s, cfg, gen, c->listener_id);
+	if (r_idx == -2) {
+		d->reason = L7_R_UNSUPPORTED;
+		return 0;
+	}
+	if (r_idx < 0 || r_idx >= L7_MAX_ROUTES) {
+		d->reason = L7_R_NO_ROUTE;
+		return 0;
+	}
+	rk = gen * L7_MAX_ROUTES + (__u32)r_idx;
+	r = bpf_map_lookup_elem(&l7_routes, &rk);
+	if (!r || !(r->flags & L7_RF_VALID)) {
+		d->reason = L7_R_NO_ROUTE;
+		return 0;
+	}
+	d->stats_id = r->stats_id;
+	if (!(r->flags & L7_RF_KERNEL)) {
+		d->reason = L7_R_ROUTE_USER;
+		return 0;
+	}
+	pool = l7_pick_pool(r, gen);
+	if (pool < 0) {
+		d->reason = L7_R_POOL_MISS;
+		return 0;
+	}
+	d->slot = l7_claim_slot((__u32)pool);
+	if (d->slot == L7_NO_SLOT) {
+		d->reason = L7_R_POOL_MISS;
+		return 0;
+	}
+	d->kind = L7_D_KERNEL;
+	return 0;
+}
+
+static __always_inline struct l7_slot *l7_slot_begin(struct l7_decision *d,
+						     const struct l7_conn_key *key, __u32 local)
+{
+	struct l7_slot *slot = bpf_map_lookup_elem(&l7_slots, &d->slot);
+
+	if (!slot)
+		return 0;
+	__builtin_memcpy(&slot->client, key, sizeof(slot->client));
+	slot->client_local = local;
+	slot->stats_id = d->stats_id;
+	slot->req_start_ns = bpf_ktime_get_ns();
+	slot->uses++;
+	__builtin_memset(&slot->resp, 0, sizeof(slot->resp));
+	slot->resp.req_head = (__u8)d->req_head;
+	slot->resp.close_after = (__u8)d->close;
+	return slot;
+}
+
+static __always_inline void l7_kernel_accounted(struct l7_conn *c, struct l7_decision *d)
+{
+	struct l7_route_stats *rs = l7_rstats(d->stats_id);
+
+	c->k_outstanding = 1;
+	c->k_requests++;
+	c->cork_count = 0;
+	c->req_phase = L7_REQ_IDLE;
+	if (rs) {
+		rs->requests_kernel++;
+		rs->bytes_in += d->total;
+	}
+	l7_count(L7_C_REQ_KERNEL);
+}
+
+static __always_inline void l7_slot_kill(struct l7_slot *slot, __u32 id,
+					 const struct l7_conn_key *k)
+{
+	slot->state = L7_SLOT_DEAD;
+	l7_event(L7_EV_SLOT_DEAD, id, k);
+}
+
+/* ---- requests from local clients (SK_MSG) --------------------------------- */
+
+static __always_inline int l7_req_body_msg(struct sk_msg_md *msg, struct l7_conn *c,
+					   const struct l7_conn_key *key, __u32 size)
+{
+	struct l7_scratch *s = l7_scratch_get();
+	__u32 id = c->kslot;
+	struct l7_slot *slot = bpf_map_lookup_elem(&l7_slots, &id);
+	long end;
+	int v;
+
+	if (!slot) {
+		if (s)
+			l7_scratch_put(s);
+		return l7_to_user(c, L7_R_REDIRECT);
+	}
+	end = l7_frame_msg(msg, s, &c->req_body, 0, size);
+	if (s)
+		l7_scratch_put(s);
+	if (end < 0) {
+		l7_slot_kill(slot, id, key);
+		return l7_to_user(c, L7_R_PARSE);
+	}
+	if (c->body_target == L7_BT_INGRESS)
+		v = bpf_msg_redirect_hash(msg, &l7_sk_backend, &id, BPF_F_INGRESS);
+	else
+		v = bpf_msg_redirect_hash(msg, &l7_sk_upstream, &id, 0);
+	if (v != SK_PASS) {
+		l7_slot_kill(slot, id, key);
+		return l7_to_user(c, L7_R_REDIRECT);
+	}
+	if (c->req_body.done)
+		c->req_phase = L7_REQ_IDLE;
+	if (end < size)
+		bpf_msg_apply_bytes(msg, (__u32)end);
+	return SK_PASS;
+}
+
+/* A request from a local client, with scratch held by the caller. */
+static __always_inline int l7_req_msg_decided(struct sk_msg_md *msg, struct l7_scratch *s,
+					      struct l7_conn *c, const struct l7_conn_key *key,
+					      struct l7_config *cfg, __u32 size)
+{
+	struct l7_decision *d = &s->dec;
+	struct l7_slot *slot;
+	int ingress, v;
+
+	if (d->kind == L7_D_MORE) {
+		if (d->reason == L7_R_INCOMPLETE && size < L7_SCRATCH_SIZE &&
+		    c->cork_count < cfg_max_cork) {
+			/* ask for the rest of the header block before deciding */
+			c->cork_count++;
+			c->req_phase = L7_REQ_CORKED;
+			bpf_msg_cork_bytes(msg, size + 1);
+			l7_count(L7_C_CORKED);
+			return SK_PASS;
+		}
+		return l7_to_user(c, d->reason);
+	}
+
+	if (d->kind == L7_D_KERNEL) {
+		slot = l7_slot_begin(d, key, 1);
+		if (!slot)
+			return l7_to_user(c, L7_R_REDIRECT);
+		if (d->body_kind == L7_BODY_CHUNKED) {
+			long end;
+
+			l7_body_init(&c->req_body, L7_BODY_CHUNKED, 0);
+			end = l7_frame_msg(msg, s, &c->req_body, d->head_len, size);
+			if (end < 0) {
+				/* let the slow path answer the malformed body */
+				slot->state = L7_SLOT_IDLE;
+				return l7_to_user(c, L7_R_PARSE);
+			}
+			/* unknown length: TCP, which pushes back on the sender */
+			v = bpf_msg_redirect_hash(msg, &l7_sk_upstream, &d->slot, 0);
+			if (v != SK_PASS) {
+				l7_slot_kill(slot, d->slot, key);
+				return l7_to_user(c, L7_R_REDIRECT);
+			}
+			l7_kernel_accounted(c, d);
+			if (!c->req_body.done) {
+				c->req_phase = L7_REQ_BODY;
+				c->kslot = d->slot;
+				c->body_target = L7_BT_EGRESS;
+			}
+			if (end < size)
+				bpf_msg_apply_bytes(msg, (__u32)end);
+			return SK_PASS;
+		}
+		/* socket-to-socket only while the unread bytes stay bounded: the
+		 * ingress queue has no back-pressure */
+		ingress = (slot->flags & L7_SF_BACKEND_LOCAL) && d->total <= cfg->ingress_budget;
+		if (ingress)
+			v = bpf_msg_redirect_hash(msg, &l7_sk_backend, &d->slot, BPF_F_INGRESS);
+		else
+			v = bpf_msg_redirect_hash(msg, &l7_sk_upstream, &d->slot, 0);
+		if (v == SK_PASS) {
+			if (!ingress && (slot->flags & L7_SF_BACKEND_LOCAL))
+				l7_count(L7_C_BUDGET_TCP);
+			l7_kernel_accounted(c, d);
+			if (d->total != size)
+				bpf_msg_apply_bytes(msg, (__u32)d->total);
+			return SK_PASS;
+		}
+		l7_slot_kill(slot, d->slot, key);
+		d->kind = L7_D_PASS_REQ;
+		d->reason = L7_R_REDIRECT;
+	}
+
+	if (d->kind == L7_D_PASS_REQ && d->body_kind != L7_BODY_CHUNKED) {
+		c->u_sent++;
+		c->cork_count = 0;
+		c->req_phase = L7_REQ_IDLE;
+		l7_count(L7_C_REQ_USER);
+		l7_count(L7_C_REASON_BASE + d->reason);
+		if (d->total != size)
+			bpf_msg_apply_bytes(msg, (__u32)d->total);
+		return SK_PASS;
+	}
+	return l7_to_user(c, d->reason);
+}
+
+SEC("sk_msg")
+int l7_req_msg(struct sk_msg_md *msg)
+{
+	struct l7_conn_key key;
+	struct l7_scratch *s;
+	struct l7_config *cfg;
+	struct l7_conn *c;
+	__u32 size = msg->size;
+	long n;
+	int v;
+
+	L7_KEY_FROM_CTX(&key, msg, 1);
+	c = bpf_map_lookup_elem(&l7_conns, &key);
+	if (!c) {
+		l7_count(L7_C_REASON_BASE + L7_R_NO_CONN);
+		return SK_PASS;
+	}
+	if (c->mode == L7_MODE_USER)
+		return SK_PASS;
+	if (c->req_phase == L7_REQ_BODY)
+		return l7_req_body_msg(msg, c, &key, size);
+	if (c->k_outstanding)
+		return l7_to_user(c, L7_R_PIPELINED);
+	cfg = l7_cfg();
+	if (!cfg || !(cfg->flags & L7_CF_ENABLED))
+		return l7_to_user(c, L7_R_DISABLED);
+	s = l7_scratch_get();
+	if (!s)
+		return l7_to_user(c, L7_R_UNSUPPORTED);
+	n = l7_copy_msg(msg, s, 0, size);
+	if (n <= 0 || l7_g_decide(s, (__u32)n, c, &key, cfg))
+		v = l7_to_user(c, L7_R_INCOMPLETE);
+	else
+		v = l7_req_msg_decided(msg, s, c, &key, cfg, size);
+	l7_scratch_put(s);
+	return v;
+}
+
+/* ---- responses ------------------------------------------------------------ */
+
+enum l7_resp_outcome {
+	L7_O_FORWARD = 0, /* forward [0, pos) to the client */
+	L7_O_RELAY = 1,   /* hand the whole message to the daemon */
+	L7_O_CORK = 2,    /* wait for more of the header block (SK_MSG only) */
+	L7_O_KILL = 3,    /* malformed mid-flight: drop the exchange */
+};
+
+struct l7_resp_step {
+	__u32 outcome;
+	__u32 pos;
+	__u32 done;
+	__u32 extra; /* bytes after the end of the response */
+};
+
+static __always_inline void l7_resp_complete(struct l7_slot *slot, __u32 id, __u32 extra)
+{
+	struct l7_conn *c = bpf_map_lookup_elem(&l7_conns, &slot->client);
+	struct l7_route_stats *rs = l7_rstats(slot->stats_id);
+	__u16 st = slot->resp.status;
+
+	if (c)
+		c->k_outstanding = 0;
+	if (rs) {
+		rs->status[l7_status_class(st)]++;
+		rs->bytes_out += slot->resp.bytes;
+		rs->latency[l7_lat_bucket(bpf_ktime_get_ns() - slot->req_start_ns) &
+			    (L7_LAT_BUCKETS - 1)]++;
+	}
+	l7_count(L7_C_RESP_KERNEL);
+	if (slot->resp.close_after) {
+		l7_event(L7_EV_CLOSE_CLIENT, id, &slot->client);
+		l7_count(L7_C_CONN_CLOSE);
+	}
+	if (slot->resp.close_after || extra)
+		l7_slot_kill(slot, id, &slot->client);
+	else
+		slot->state = L7_SLOT_IDLE;
+}
+
+static __always_inline void l7_relay(struct l7_slot *slot, __u32 id)
+{
+	if (__sync_val_compare_and_swap(&slot->state, L7_SLOT_KBUSY, L7_SLOT_RELAY) ==
+	    L7_SLOT_KBUSY)
+		l7_event(L7_EV_RELAY, id, &slot->client);
+	l7_count(L7_C_RESP_RELAY);
+}
+
+/*
+ * Frames the response bytes of one message: interim 1xx heads, the final
+ * head, and as much body as the message holds. Generated for SK_MSG and
+ * SK_SKB from their copy/framer functions.
+ */
+#define L7_DEFINE_RESP_STEP(name, ctx_t, copy, frame, can_cork)                              \
+	static __always_inline void name(ctx_t *ctx, struct l7_slot *slot,                    \
+					 struct l7_scratch *s, __u32 size,                    \
+					 struct l7_resp_step *o)                              \
+	{                                                                                    \
+		long pos = 0;                                                                \
+		int it;                                                                      \
+                                                                                             \
+		o->outcome = L7_O_FORWARD;                                                   \
+		for (it = 0; it < 3; it++) {                                                 \
+			long n;                                                              \
+			int r;                                                               \
+                                                                                             \
+			if (slot->resp.phase != L7_RESP_START || pos >= size)                \
+				break;                                                       \
+			if (!s) {                                                            \
+				o->outcome = pos ? L7_O_FORWARD : L7_O_RELAY;                \
+				o->pos = pos;                                                \
+				return;                                                      \
+			}                                                                    \
+			n = copy(ctx, s, pos, size - pos);                                   \
+			if (n <= 0) {                                                        \
+				o->outcome = pos ? L7_O_FORWARD : L7_O_RELAY;                \
+				o->pos = pos;                                                \
+				return;                                                      \
+			}                                                                    \
+			r = l7_g_parse(s, (__u32)n, 0);                                      \
+			if (r != L7_P_OK) {                                                  \
+				if (pos)                                                     \
+					o->outcome = L7_O_FORWARD;                           \
+				else if (r == L7_P_MORE && can_cork && size < L7_SCRATCH_SIZE && \
+					 slot->resp.cork_count < cfg_max_cork)               \
+					o->outcome = L7_O_CORK;                              \
+				else                                                         \
+					o->outcome = L7_O_RELAY;                             \
+				o->pos = pos;                                                \
+				return;                                                      \
+			}                                                                    \
+			l7_response_body(&s->ws.msg, slot->resp.req_head);                      \
+			slot->resp.status = s->ws.msg.status;                                   \
+			slot->resp.cork_count = 0;                                           \
+			if (s->ws.msg.flags & L7_MF_CLOSE)                                      \
+				slot->resp.close_after = 1;                                  \
+			if (s->ws.msg.status == 101) {                                          \
+				/* upgrades are never sent down the kernel path */            \
+				o->outcome = pos ? L7_O_FORWARD : L7_O_RELAY;                \
+				o->pos = pos;                                                \
+				return;                                                      \
+			}                                                                    \
+			pos += s->ws.msg.hdr_len;                                               \
+			if (s->ws.msg.status < 200)                                             \
+				continue;                                                    \
+			l7_body_init(&slot->resp.body, s->ws.msg.body_kind,                     \
+				     s->ws.msg.content_length);                                 \
+			slot->resp.phase = L7_RESP_BODY;                                     \
+		}                                                                            \
+		if (slot->resp.phase == L7_RESP_BODY) {                                      \
+			struct l7_body_state saved = slot->resp.body;                        \
+                                                                                             \
+			pos = frame(ctx, s, &slot->resp.body, (__u32)pos, size);             \
+			if (pos < 0) {                                                       \
+				o->outcome = L7_O_KILL;                                      \
+				return;                                                      \
+			}                                                                    \
+			if (!can_cork && !slot->resp.body.done && pos < size) {              \
+				/* an skb cannot be split: let the daemon frame it */         \
+				slot->resp.body = saved;                                     \
+				o->outcome = L7_O_RELAY;                                     \
+				o->pos = 0;                                                  \
+				return;                                                      \
+			}                                                                    \
+			o->done = slot->resp.body.done;                                      \
+			if (o->done && pos < size)                                           \
+				o->extra = size - (__u32)pos;                                \
+		}                                                                            \
+		o->pos = (__u32)pos;                                                         \
+	}
+
+L7_DEFINE_RESP_STEP(l7_resp_step_msg, struct sk_msg_md, l7_copy_msg, l7_frame_msg, 1)
+L7_DEFINE_RESP_STEP(l7_resp_step_skb, struct __sk_buff, l7_copy_skb, l7_frame_skb, 0)
+
+/* Socket-to-socket into a local client's ingress while the response stays
+ * within the budget, then over TCP through the daemon's socket (the client
+ * drains its ingress queue before its TCP queue, so order holds). */
+static __always_inline int l7_resp_via_tcp(struct l7_slot *slot, __u32 bytes,
+					   struct l7_config *cfg)
+{
+	if (!slot->resp.via_tcp && cfg && slot->resp.bytes + bytes > cfg->ingress_budget) {
+		slot->resp.via_tcp = 1;
+		l7_count(L7_C_BUDGET_TCP);
+	}
+	return slot->resp.via_tcp;
+}
+
+static __always_inline int l7_resp_redirect_msg(struct sk_msg_md *msg, struct l7_slot *slot,
+						__u32 bytes)
+{
+	if (!slot->client_local)
+		return bpf_msg_redirect_hash(msg, &l7_sk_remote, &slot->client, 0);
+	if (l7_resp_via_tcp(slot, bytes, l7_cfg()) &&
+	    bpf_msg_redirect_hash(msg, &l7_sk_daemon, &slot->client, 0) == SK_PASS)
+		return SK_PASS;
+	return bpf_msg_redirect_hash(msg, &l7_sk_client, &slot->client, BPF_F_INGRESS);
+}
+
+static __always_inline int l7_resp_redirect_skb(struct __sk_buff *skb, struct l7_slot *slot,
+						__u32 bytes)
+{
+	if (!slot->client_local)
+		return bpf_sk_redirect_hash(skb, &l7_sk_remote, &slot->client, 0);
+	if (l7_resp_via_tcp(slot, bytes, l7_cfg()) &&
+	    bpf_sk_redirect_hash(skb, &l7_sk_daemon, &slot->client, 0) == SK_PASS)
+		return SK_PASS;
+	return bpf_sk_redirect_hash(skb, &l7_sk_client, &slot->client, BPF_F_INGRESS);
+}
+
+static __always_inline struct l7_slot *l7_slot_of(const struct l7_conn_key *k, __u32 *id)
+{
+	__u32 *sid = bpf_map_lookup_elem(&l7_slot_by_tuple, k);
+	struct l7_slot *slot;
+
+	if (!sid)
+		return 0;
+	*id = *sid;
+	slot = bpf_map_lookup_elem(&l7_slots, id);
+	if (!slot || slot->state != L7_SLOT_KBUSY)
+		return 0;
+	return slot;
+}
+
+/* Responses from local backends (SK_MSG on the backend's socket). */
+SEC("sk_msg")
+int l7_resp_msg(struct sk_msg_md *msg)
+{
+	struct l7_resp_step o = {};
+	struct l7_scratch *s = 0;
+	struct l7_conn_key key;
+	struct l7_slot *slot;
+	__u32 id, size = msg->size;
+	int v;
+
+	L7_KEY_FROM_CTX(&key, msg, 0);
+	slot = l7_slot_of(&key, &id);
+	if (!slot)
+		return SK_PASS;
+	if (slot->resp.phase == L7_RESP_START || slot->resp.body.kind == L7_BODY_CHUNKED)
+		s = l7_scratch_get();
+	l7_resp_step_msg(msg, slot, s, size, &o);
+	if (s)
+		l7_scratch_put(s);
+
+	switch (o.outcome) {
+	case L7_O_CORK:
+		slot->resp.cork_count++;
+		bpf_msg_cork_bytes(msg, size + 1);
+		l7_count(L7_C_CORKED);
+		return SK_PASS;
+	case L7_O_RELAY:
+		l7_relay(slot, id);
+		return SK_PASS;
+	case L7_O_KILL:
+		l7_event(L7_EV_CLOSE_CLIENT, id, &slot->client);
+		l7_slot_kill(slot, id, &slot->client);
+		return SK_PASS;
+	}
+	v = l7_resp_redirect_msg(msg, slot, o.pos);
+	if (v != SK_PASS) {
+		/* the client is gone: the daemon drains and closes this socket */
+		l7_slot_kill(slot, id, &slot->client);
+		return SK_PASS;
+	}
+	slot->resp.bytes += o.pos;
+	if (o.done)
+		l7_resp_complete(slot, id, o.extra);
+	if (o.pos < size)
+		bpf_msg_apply_bytes(msg, o.pos);
+	return SK_PASS;
+}
+
+/* Responses arriving from the network on pooled upstream sockets. */
+SEC("sk_skb")
+int l7_resp_skb(struct __sk_buff *skb)
+{
+	struct l7_resp_step o = {};
+	struct l7_scratch *s = 0;
+	struct l7_conn_key key;
+	struct l7_slot *slot;
+	__u32 id, size = skb->len;
+	int v;
+
+	L7_KEY_FROM_CTX(&key, skb, 1);
+	slot = l7_slot_of(&key, &id);
+	if (!slot)
+		return SK_PASS;
+	if (slot->resp.phase == L7_RESP_START || slot->resp.body.kind == L7_BODY_CHUNKED)
+		s = l7_scratch_get();
+	l7_resp_step_skb(skb, slot, s, size, &o);
+	if (s)
+		l7_scratch_put(s);
+
+	if (o.outcome == L7_O_FORWARD && o.pos < size && !o.extra && o.pos) {
+		/* 1xx followed by an incomplete head: cannot split an skb */
+		o.outcome = L7_O_RELAY;
+	}
+	switch (o.outcome) {
+	case L7_O_CORK:
+	case L7_O_RELAY:
+		l7_relay(slot, id);
+		return SK_PASS;
+	case L7_O_KILL:
+		l7_event(L7_EV_CLOSE_CLIENT, id, &slot->client);
+		l7_slot_kill(slot, id, &slot->client);
+		return SK_PASS;
+	}
+	if (o.extra && bpf_skb_change_tail(skb, o.pos, 0)) {
+		l7_relay(slot, id);
+		return SK_PASS;
+	}
+	v = l7_resp_redirect_skb(skb, slot, o.pos);
+	if (v != SK_PASS) {
+		l7_slot_kill(slot, id, &slot->client);
+		return SK_PASS;
+	}
+	slot->resp.bytes += o.pos;
+	if (o.done)
+		l7_resp_complete(slot, id, o.extra);
+	return SK_PASS;
+}
+
+/* ---- requests from remote clients (SK_SKB on the daemon's socket) --------- */
+
+/*
+ * strparser framing: one message per request head plus Content-Length body
+ * (bodies beyond cfg_piece_max in pieces), or everything available once the
+ * connection is in user mode. The verdict below re-parses the head: parser
+ * and verdict run at different times, so nothing is carried between them.
+ */
+SEC("sk_skb/stream_parser")
+int l7_req_parser(struct __sk_buff *skb)
+{
+	struct l7_conn_key key;
+	struct l7_scratch *s;
+	struct l7_conn *c;
+	__u32 len = skb->len;
+	long n;
+	int r;
+
+	L7_KEY_FROM_CTX(&key, skb, 0);
+	c = bpf_map_lookup_elem(&l7_conns, &key);
+	if (!c || c->mode == L7_MODE_USER)
+		return len;
+	if (c->req_phase == L7_REQ_BODY) {
+		__u64 rem = c->req_body.remaining;
+
+		if (rem > cfg_piece_max)
+			rem = cfg_piece_max;
+		return rem < len ? (int)rem : (int)(rem ? rem : len);
+	}
+	s = l7_scratch_get();
+	if (!s) {
+		l7_to_user(c, L7_R_UNSUPPORTED);
+		return len;
+	}
+	n = l7_copy_skb(skb, s, 0, len);
+	if (n <= 0) {
+		l7_scratch_put(s);
+		l7_to_user(c, L7_R_INCOMPLETE);
+		return len;
+	}
+	r = l7_g_parse(s, (__u32)n, 1);
+	if (r == L7_P_MORE) {
+		l7_scratch_put(s);
+		if (len < L7_SCRATCH_SIZE)
+			return 0;
+		l7_to_user(c, L7_R_TOO_BIG);
+		return len;
+	}
+	if (r != L7_P_OK || s->ws.msg.body_kind == L7_BODY_CHUNKED ||
+	    s->ws.msg.content_length > (1ULL << 30)) {
+		l7_scratch_put(s);
+		l7_to_user(c, r != L7_P_OK ? L7_R_PARSE : L7_R_UNSUPPORTED);
+		return len;
+	}
+	n = s->ws.msg.hdr_len;
+	if (s->ws.msg.body_kind == L7_BODY_LENGTH &&
+	    s->ws.msg.hdr_len + s->ws.msg.content_length <= cfg_piece_max)
+		n += s->ws.msg.content_length;
+	l7_scratch_put(s);
+	return (int)n;
+}
+
+static __always_inline int l7_req_body_skb(struct __sk_buff *skb, struct l7_conn *c,
+					   const struct l7_conn_key *key)
+{
+	__u32 id = c->kslot, len = skb->len;
+	struct l7_slot *slot;
+	int v;
+
+	c->req_body.remaining = c->req_body.remaining > len ? c->req_body.remaining - len : 0;
+	if (!c->req_body.remaining)
+		c->req_phase = L7_REQ_IDLE;
+	if (c->body_target == L7_BT_DAEMON)
+		return SK_PASS;
+	slot = bpf_map_lookup_elem(&l7_slots, &id);
+	if (!slot)
+		return l7_to_user(c, L7_R_REDIRECT);
+	if (c->body_target == L7_BT_INGRESS)
+		v = bpf_sk_redirect_hash(skb, &l7_sk_backend, &id, BPF_F_INGRESS);
+	else
+		v = bpf_sk_redirect_hash(skb, &l7_sk_upstream, &id, 0);
+	if (v != SK_PASS) {
+		l7_slot_kill(slot, id, key);
+		return l7_to_user(c, L7_R_REDIRECT);
+	}
+	return SK_PASS;
+}
+
+static __always_inline int l7_req_skb_decided(struct __sk_buff *skb, struct l7_decision *d,
+					      struct l7_conn *c, const struct l7_conn_key *key,
+					      struct l7_config *cfg, __u32 len)
+{
+	struct l7_slot *slot;
+	int ingress, v;
+
+	if (d->kind == L7_D_MORE)
+		return l7_to_user(c, d->reason);
+	if (d->kind == L7_D_KERNEL) {
+		slot = l7_slot_begin(d, key, 0);
+		if (!slot)
+			return l7_to_user(c, L7_R_REDIRECT);
+		ingress = (slot->flags & L7_SF_BACKEND_LOCAL) && d->total <= cfg->ingress_budget;
+		if (ingress)
+			v = bpf_sk_redirect_hash(skb, &l7_sk_backend, &d->slot, BPF_F_INGRESS);
+		else
+			v = bpf_sk_redirect_hash(skb, &l7_sk_upstream, &d->slot, 0);
+		if (v == SK_PASS) {
+			l7_kernel_accounted(c, d);
+			if (d->total > len) {
+				c->req_phase = L7_REQ_BODY;
+				c->kslot = d->slot;
+				c->body_target = ingress ? L7_BT_INGRESS : L7_BT_EGRESS;
+				l7_body_init(&c->req_body, L7_BODY_LENGTH, d->total - len);
+			}
+			return SK_PASS;
+		}
+		l7_slot_kill(slot, d->slot, key);
+		d->kind = L7_D_PASS_REQ;
+		d->reason = L7_R_REDIRECT;
+	}
+	if (d->kind == L7_D_PASS_REQ) {
+		c->u_sent++;
+		l7_count(L7_C_REQ_USER);
+		l7_count(L7_C_REASON_BASE + d->reason);
+		if (d->total > len) {
+			c->req_phase = L7_REQ_BODY;
+			c->body_target = L7_BT_DAEMON;
+			l7_body_init(&c->req_body, L7_BODY_LENGTH, d->total - len);
+		}
+		return SK_PASS;
+	}
+	return l7_to_user(c, d->reason);
+}
+
+SEC("sk_skb/stream_verdict")
+int l7_req_verdict(struct __sk_buff *skb)
+{
+	struct l7_conn_key key;
+	struct l7_scratch *s;
+	struct l7_config *cfg;
+	struct l7_conn *c;
+	__u32 len = skb->len;
+	long n;
+	int v;
+
+	L7_KEY_FROM_CTX(&key, skb, 0);
+	c = bpf_map_lookup_elem(&l7_conns, &key);
+	if (!c || c->mode == L7_MODE_USER)
+		return SK_PASS;
+	if (c->req_phase == L7_REQ_BODY)
+		return l7_req_body_skb(skb, c, &key);
+	if (c->k_outstanding)
+		return l7_to_user(c, L7_R_PIPELINED);
+	cfg = l7_cfg();
+	if (!cfg || !(cfg->flags & L7_CF_ENABLED))
+		return l7_to_user(c, L7_R_DISABLED);
+	s = l7_scratch_get();
+	if (!s)
+		return l7_to_user(c, L7_R_UNSUPPORTED);
+	n = l7_copy_skb(skb, s, 0, len);
+	if (n <= 0 || l7_g_decide(s, (__u32)n | L7_DECIDE_REMOTE, c, &key, cfg))
+		v = l7_to_user(c, L7_R_INCOMPLETE);
+	else
+		v = l7_req_skb_decided(skb, &s->dec, c, &key, cfg, len);
+	l7_scratch_put(s);
+	return v;
+}

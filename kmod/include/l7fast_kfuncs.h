@@ -2,7 +2,7 @@
 /*
  * The kfunc ABI of l7fast.ko, shared by the module (__KERNEL__) and the BPF
  * programs that call it (weak __ksym externs, so an object still loads when
- * the module is absent and can branch on bpf_ksym_exists()).
+ * the module is absent; see below for how to branch on its presence).
  *
  * Memory arguments come in (ptr, ptr__sz) pairs: the verifier checks the
  * whole range against the caller's memory before the call.  On 6.1 the
@@ -50,14 +50,14 @@
 #ifndef __weak
 #define __weak __attribute__((weak))
 #endif
-/* libbpf >= 1.2 ships this; Debian 12 has libbpf 1.1. */
-#ifndef bpf_ksym_exists
-#define bpf_ksym_exists(sym) ({						\
-	_Static_assert(!__builtin_constant_p(!!(sym)),			\
-		       #sym " must be declared __weak");		\
-	!!(sym);							\
-})
-#endif
+/*
+ * bpf_ksym_exists() on a kfunc needs libbpf >= 1.2: libbpf 1.1 (Debian 12)
+ * turns the address-of into a BTF-id load the kernel refuses.  With libbpf
+ * 1.1 guard kfunc calls with a const volatile (rodata) switch that the
+ * loader sets from l7fast_probe_socket_kfuncs(): the verifier then drops
+ * the call on kernels without the module, and libbpf's poisoned call for
+ * an unresolved weak kfunc is never reached.
+ */
 #define L7F_KFUNC_DECL(ret, name, ...) extern ret name(__VA_ARGS__) __ksym __weak
 #endif
 

@@ -197,8 +197,13 @@ L7F_PB_INLINE int l7f_pb_b64url_decode(const __u8 *src, __u32 slen,
 		return -L7F_PB_EINVAL;
 	if (slen > L7F_PB_MAX)
 		return -L7F_PB_E2BIG;
-	if (slen && src[slen - 1] == '=') {
-		npad = (slen > 1 && src[slen - 2] == '=') ? 2 : 1;
+	/*
+	 * The masks are no-ops (slen <= L7F_PB_MAX, a power of two) that let
+	 * 6.1's verifier bound the index after the 32-bit subtraction.
+	 */
+	if (slen && src[(slen - 1) & (L7F_PB_MAX - 1)] == '=') {
+		npad = (slen > 1 && src[(slen - 2) & (L7F_PB_MAX - 1)] == '=') ?
+		       2 : 1;
 		body = slen - npad;
 	}
 	rem = body & 3;
@@ -228,11 +233,13 @@ L7F_PB_INLINE int l7f_pb_b64url_decode(const __u8 *src, __u32 slen,
 		dst[q * 3 + 2] = c << 6 | d;
 	}
 	if (rem >= 2) {
-		/* As in xxh64: one tail path whatever the loop did. */
-		i = body & ~3U;
-		q = body / 4 * 3;
-		if (q > L7F_PB_DST_BUF - 4 || i > L7F_PB_MAX - 4)
-			return -L7F_PB_EINVAL;
+		/*
+		 * As in xxh64: one tail path whatever the loop did.  body <
+		 * L7F_PB_MAX here, so the mask only tells the verifier (6.1
+		 * loses the bound of a spilled 32-bit value) what holds.
+		 */
+		i = body & ((L7F_PB_MAX - 1) & ~3U);
+		q = (i >> 2) * 3;
 		a = l7f_pb_b64val(src[i]);
 		b = l7f_pb_b64val(src[i + 1]);
 		bad |= a | b;

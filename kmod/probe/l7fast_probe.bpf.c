@@ -15,7 +15,6 @@ int l7fast_probe_sk_msg(struct sk_msg_md *msg)
 {
 	__u8 buf[8] = {};
 
-	if (bpf_ksym_exists(l7f_xxh64) && l7f_xxh64(buf, sizeof(buf), 0) == 0)
-		return SK_DROP;
-	return SK_PASS;
+	/* Only loaded after the module's BTF was found to export it. */
+	return l7f_xxh64(buf, sizeof(buf), 0) ? SK_PASS : SK_DROP;
 }

@@ -27,16 +27,28 @@ l7fast_probe_set(struct l7fast_probe_result *r, enum l7fast_probe_status s,
 	return s;
 }
 
-/* Last non-empty line of the verifier log: the reason it gave up. */
-static const char *l7fast_probe_last_line(char *log)
+/*
+ * The verifier's reason: the last non-empty log line that is not the
+ * closing "processed N insns" statistics line.
+ */
+static const char *l7fast_probe_reason_line(char *log)
 {
-	size_t len = strnlen(log, L7FAST_PROBE_LOG_SIZE);
-	char *p;
+	size_t len = strnlen(log, L7FAST_PROBE_LOG_SIZE - 1);
+	char *line = log;
+	int rounds;
 
-	while (len && (log[len - 1] == '\n' || log[len - 1] == ' '))
-		log[--len] = '\0';
-	p = strrchr(log, '\n');
-	return p ? p + 1 : log;
+	log[len] = '\0';
+	for (rounds = 0; rounds < 2; rounds++) {
+		while (len && (log[len - 1] == '\n' || log[len - 1] == ' '))
+			log[--len] = '\0';
+		line = strrchr(log, '\n');
+		line = line ? line + 1 : log;
+		if (strncmp(line, "processed ", 10) || line == log)
+			break;
+		len = (size_t)(line - log);
+		log[len] = '\0';
+	}
+	return line;
 }
 
 static enum l7fast_probe_status
@@ -105,11 +117,11 @@ l7fast_probe_socket_kfuncs(struct l7fast_probe_result *r)
 		s = l7fast_probe_set(r, L7FAST_PROBE_REJECTED,
 				     "kernel refuses module kfuncs in SK_MSG programs "
 				     "(needs the common kfunc hook of Linux >= 6.2): %s",
-				     l7fast_probe_last_line(log));
+				     l7fast_probe_reason_line(log));
 	} else {
 		s = l7fast_probe_set(r, L7FAST_PROBE_ERROR,
 				     "SK_MSG probe failed to load (%s): %s",
-				     strerror(-ret), l7fast_probe_last_line(log));
+				     strerror(-ret), l7fast_probe_reason_line(log));
 	}
 	l7fast_probe_bpf__destroy(skel);
 out:

@@ -107,10 +107,18 @@ struct l7_match_state {
 	__u32 dup;
 };
 
+/* Body framer cursor (message offsets), also kept out of the verifier's
+ * sight so the framing loop does not fork states per offset. */
+struct l7_frame_state {
+	__u32 pos;
+	__u32 size;
+};
+
 struct l7_scratch {
 	__u64 busy;
 	struct l7_decision dec;
 	struct l7_match_state ms;
+	struct l7_frame_state fr;
 	struct l7_bitmap acc;
 	struct l7_bitmap tmp;
 	__u16 hdr_val[L7_MAX_MATCH_HDRS]; /* header index per match header */

@@ -121,38 +121,42 @@ L7_CALLBACK long l7_chunk_walk_cb(__u32 i, void *ctx)
 		}                                                                           \
 		if (b->kind != L7_BODY_CHUNKED || !s)                                       \
 			return -1;                                                          \
+		s->fr.pos = pos;                                                            \
+		s->fr.size = size;                                                          \
 		for (it = 0; it < L7_MAX_CHUNK_WINDOWS; it++) {                             \
 			struct l7_chunk_walk c = {};                                        \
+			__u32 at = s->fr.pos, end = s->fr.size;                             \
 			long n;                                                             \
                                                                                             \
-			if (b->done || pos >= size)                                         \
-				return pos;                                                 \
+			if (b->done || at >= end)                                           \
+				break;                                                      \
 			if (b->phase == L7_CH_DATA) {                                       \
-				__u64 left = size - pos;                                    \
+				__u64 left = end - at;                                      \
 				if (b->remaining >= left) {                                 \
 					b->remaining -= left;                               \
 					if (!b->remaining)                                  \
 						b->phase = L7_CH_DATA_CR;                   \
-					return size;                                        \
+					s->fr.pos = end;                                    \
+					break;                                              \
 				}                                                           \
-				pos += (__u32)b->remaining;                                 \
+				s->fr.pos = at + (__u32)b->remaining;                       \
 				b->remaining = 0;                                           \
 				b->phase = L7_CH_DATA_CR;                                   \
 				continue;                                                   \
 			}                                                                   \
-			n = copy(ctx, s, pos,                                               \
-				 size - pos < L7_CHUNK_WINDOW ? size - pos : L7_CHUNK_WINDOW); \
+			n = copy(ctx, s, at, end - at < L7_CHUNK_WINDOW ? end - at          \
+								: L7_CHUNK_WINDOW);         \
 			if (n <= 0)                                                         \
 				return -1;                                                  \
 			c.b = b;                                                            \
-			c.w.buf = s->ws.buf;                                                   \
+			c.w.buf = s->ws.buf;                                                \
 			c.w.len = (__u32)n;                                                 \
 			L7_LOOP(L7_CHUNK_WINDOW + 1, l7_chunk_walk_cb, &c);                 \
 			if (c.err)                                                          \
 				return -1;                                                  \
-			pos += c.pos;                                                       \
+			s->fr.pos = at + c.pos;                                             \
 		}                                                                           \
-		return pos;                                                                 \
+		return s->fr.pos;                                                           \
 	}
 
 L7_DEFINE_FRAMER(l7_frame_msg, struct sk_msg_md, l7_copy_msg)

@@ -15,6 +15,10 @@ ip link set lo up
 res() { echo "L7F-TEST: $1 guest/$2${3:+: $3}"; }
 
 echo "L7F-GUEST: kernel $(uname -r)"
+# What kmod's modprobe does for MODULE_SOFTDEP; busybox ignores softdeps.
+for m in $(modinfo -F softdep l7fast 2>/dev/null | sed 's/pre://'); do
+	modprobe "$m" 2>/dev/null || echo "L7F-INFO: softdep $m not loaded"
+done
 if modprobe l7fast; then
 	res PASS insmod
 	for f in /sys/kernel/l7fast/*; do

@@ -904,13 +904,18 @@ static double t_bench_ns(struct t_ctx *t, uint32_t op, uint32_t iters,
 	return (double)t->skel->bss->res.ns / iters;
 }
 
-/* Calibrates to ~target_ms of work, then reports ns per call. */
+/*
+ * Calibrates to ~target_ms of work per run, then reports the fastest of
+ * three runs: the guest shares two host cores with the other guest and
+ * the host, and interference only ever adds time.
+ */
 static double t_bench_one(struct t_ctx *t, uint32_t op, double target_ms)
 {
+	double ns = 0, best = -1, iters;
 	int64_t ret;
-	double ns = t_bench_ns(t, op, 8, &ret);
-	double iters;
+	int run;
 
+	ns = t_bench_ns(t, op, 8, &ret);
 	if (ret < 0)
 		return -1;
 	iters = ns > 0 ? target_ms * 1e6 / ns : 100000;
@@ -918,8 +923,14 @@ static double t_bench_one(struct t_ctx *t, uint32_t op, double target_ms)
 		iters = 8;
 	if (iters > 200000)
 		iters = 200000;
-	ns = t_bench_ns(t, op, (uint32_t)iters, &ret);
-	return ret < 0 ? -1 : ns;
+	for (run = 0; run < 3; run++) {
+		ns = t_bench_ns(t, op, (uint32_t)iters, &ret);
+		if (ret < 0)
+			return -1;
+		if (best < 0 || ns < best)
+			best = ns;
+	}
+	return best;
 }
 
 struct t_bench_case {
@@ -959,7 +970,7 @@ static void t_bench(struct t_ctx *t)
 	t->via_msg = false;
 	t->where = "bench";
 	memset(r, 0, sizeof(*r));
-	nop = t_bench_one(t, T_OP_NOP, 20);
+	nop = t_bench_one(t, T_OP_NOP, 40);
 	printf("L7F-BENCH: %-18s %5s %12s %12s   (ns per call, loop overhead %.0f ns subtracted)\n",
 	       "function", "bytes", "kfunc", "pure-BPF", nop);
 	for (i = 0; i < ARRAY_SIZE(cases); i++) {
@@ -996,8 +1007,8 @@ static void t_bench(struct t_ctx *t)
 		*r = (struct t_req){ .in_len = len, .in2_len = len2,
 				     .out_len = T_DATA_MAX, .key_id = c->key_id,
 				     .seed = 7 };
-		k = t_bench_one(t, c->op, c->op == T_OP_JWS_SIG ? 300 : 60);
-		ref = c->ref_op ? t_bench_one(t, c->ref_op, 60) : -1;
+		k = t_bench_one(t, c->op, c->op == T_OP_JWS_SIG ? 150 : 40);
+		ref = c->ref_op ? t_bench_one(t, c->ref_op, 40) : -1;
 		ret = k < 0 || (c->ref_op && ref < 0);
 		t_result(t, !ret, c->name, "benchmark run failed");
 		if (ref >= 0)

@@ -9,24 +9,36 @@
 #include <linux/kernel.h>
 #include "l7fast_internal.h"
 
-#define B64_INVALID 0xff
-
 static const char b64url_alphabet[64] =
 	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
+/*
+ * Decoding table: value + 1 for the 64 alphabet bytes, 0 for every other
+ * byte, so that no initialiser overrides another.  One load per character
+ * instead of a chain of range checks.
+ */
+#define B64(c, v) [(u8)(c)] = (v) + 1
+static const u8 b64url_dec[256] = {
+	B64('A', 0), B64('B', 1), B64('C', 2), B64('D', 3), B64('E', 4),
+	B64('F', 5), B64('G', 6), B64('H', 7), B64('I', 8), B64('J', 9),
+	B64('K', 10), B64('L', 11), B64('M', 12), B64('N', 13), B64('O', 14),
+	B64('P', 15), B64('Q', 16), B64('R', 17), B64('S', 18), B64('T', 19),
+	B64('U', 20), B64('V', 21), B64('W', 22), B64('X', 23), B64('Y', 24),
+	B64('Z', 25), B64('a', 26), B64('b', 27), B64('c', 28), B64('d', 29),
+	B64('e', 30), B64('f', 31), B64('g', 32), B64('h', 33), B64('i', 34),
+	B64('j', 35), B64('k', 36), B64('l', 37), B64('m', 38), B64('n', 39),
+	B64('o', 40), B64('p', 41), B64('q', 42), B64('r', 43), B64('s', 44),
+	B64('t', 45), B64('u', 46), B64('v', 47), B64('w', 48), B64('x', 49),
+	B64('y', 50), B64('z', 51), B64('0', 52), B64('1', 53), B64('2', 54),
+	B64('3', 55), B64('4', 56), B64('5', 57), B64('6', 58), B64('7', 59),
+	B64('8', 60), B64('9', 61), B64('-', 62), B64('_', 63),
+};
+#undef B64
+
+/* 0..63, or 0xff (bit 7 set) for a byte outside the alphabet. */
 static inline u8 b64url_val(u8 c)
 {
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '-')
-		return 62;
-	if (c == '_')
-		return 63;
-	return B64_INVALID;
+	return b64url_dec[c] - 1;
 }
 
 int l7f_b64url_decode_buf(const u8 *src, u32 slen, u8 *dst, u32 dlen,

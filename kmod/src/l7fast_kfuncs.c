@@ -166,6 +166,21 @@ int l7f_kfuncs_register(u32 *caps)
 {
 	int ret;
 
+	/*
+	 * 6.1 logs a warning and reports success when a module without BTF
+	 * registers kfuncs; nothing could call them.  Refuse to load instead
+	 * (kbuild skips module BTF when the headers lack vmlinux).
+	 */
+#ifdef CONFIG_DEBUG_INFO_BTF_MODULES
+	if (!THIS_MODULE->btf_data_size) {
+		pr_err("l7fast: built without BTF (no vmlinux in the kernel headers), kfuncs unusable\n");
+		return -ENOENT;
+	}
+#else
+	pr_err("l7fast: kernel lacks CONFIG_DEBUG_INFO_BTF_MODULES, kfuncs unusable\n");
+	return -EOPNOTSUPP;
+#endif
+
 	ret = register_btf_kfunc_id_set(BPF_PROG_TYPE_UNSPEC, &l7f_kfunc_set);
 	if (!ret) {
 		*caps = L7FAST_CAP_SOCKET_PROGS | L7FAST_CAP_SYSCALL_PROGS |

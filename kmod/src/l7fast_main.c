@@ -141,6 +141,12 @@ static void __exit l7f_exit(void)
 module_init(l7f_init);
 module_exit(l7f_exit);
 
+/*
+ * The generic C SHA-2 code is built in on Debian; the SIMD drivers are
+ * modules that nothing else loads, and the transforms allocated at init
+ * bind to whatever is registered by then.
+ */
+MODULE_SOFTDEP("pre: sha256_ssse3 sha512_ssse3");
 MODULE_DESCRIPTION("l7fast: kfuncs for the l7fast eBPF data plane");
 MODULE_AUTHOR("l7fast developers");
 MODULE_LICENSE("GPL");

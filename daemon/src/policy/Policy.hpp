@@ -44,6 +44,8 @@ struct DaemonSettings {
     std::string bpffs = "/sys/fs/bpf/l7fast";
     // largest message sent socket-to-socket; bigger ones go over TCP
     uint32_t ingress_budget = 65536;
+    // false: load no data plane at all; every request takes the slow path
+    bool kernel_dataplane = true;
     // offload requests from clients on other hosts (SK_SKB on accepted sockets)
     bool offload_remote_clients = true;
     // idle pooled connections kept open per endpoint
@@ -103,6 +105,7 @@ struct Route {
     std::vector<std::string> listeners;  // empty: every listener
     RouteMatch match;
     std::vector<WeightedCluster> clusters;  // one entry: plain routing
+    bool offload = true;  // false: always the slow path, whatever the kernel can do
     SourceLocation where;
 };
 

@@ -32,6 +32,7 @@
 #include <bpf/libbpf.h>
 
 #include "kfunc_test.h"
+#include "kfunc_reject.skel.h"
 #include "kfunc_test.skel.h"
 #include "l7fast_kfuncs.h"
 #include "l7fast_kmodctl.h"
@@ -890,6 +891,31 @@ static void t_probe(struct t_ctx *t)
 	t_group(t, "daemon-probe", p0, f0);
 }
 
+/* The verifier must keep the sleepable kfunc out of non-sleepable programs. */
+static void t_sleepable_rejected(struct t_ctx *t)
+{
+	static char log[64 * 1024];
+	struct kfunc_reject_bpf *skel;
+	int p0 = t->pass, f0 = t->fail, ret;
+
+	skel = kfunc_reject_bpf__open();
+	if (!skel) {
+		t_result(t, 0, "sleepable-in-tc", "open: %s", strerror(errno));
+		return;
+	}
+	log[0] = '\0';
+	bpf_program__set_log_buf(skel->progs.l7f_reject_sleepable_in_tc, log,
+				 sizeof(log));
+	bpf_program__set_log_level(skel->progs.l7f_reject_sleepable_in_tc, 1);
+	ret = kfunc_reject_bpf__load(skel);
+	t_result(t, ret != 0 && strstr(log, "sleepable"), "sleepable-in-tc",
+		 "load returned %d, verifier log %s", ret,
+		 strstr(log, "sleepable") ? "mentions sleepable" :
+		 "does not mention sleepable");
+	kfunc_reject_bpf__destroy(skel);
+	t_group(t, "sleepable-kfunc-refused", p0, f0);
+}
+
 /* ---- per-call cost ---------------------------------------------------- */
 
 static double t_bench_ns(struct t_ctx *t, uint32_t op, uint32_t iters,
@@ -1102,6 +1128,8 @@ int main(int argc, char **argv)
 	}
 	t.where = "probe";
 	t_probe(&t);
+	t.where = "verifier";
+	t_sleepable_rejected(&t);
 	if (bench)
 		t_bench(&t);
 out:

@@ -73,13 +73,13 @@ apt_setup() {
 		printf '%s\n' "$want" >"$BACKPORTS_LIST"
 	fi
 	log "apt-get update"
-	apt-get update -qq >"$BUILD/apt-update.log" 2>&1 ||
+	apt-get -o DPkg::Lock::Timeout=300 update -qq >"$BUILD/apt-update.log" 2>&1 ||
 		{ cat "$BUILD/apt-update.log" >&2; die "apt-get update failed"; }
 	if ! dpkg-query -W -f='${Status}\n' "${APT_PACKAGES[@]}" 2>/dev/null |
 		awk '$3 != "installed" { bad = 1 } END { exit bad }' ||
 		[ "$(dpkg-query -W -f='${Status}\n' "${APT_PACKAGES[@]}" 2>/dev/null | wc -l)" -ne "${#APT_PACKAGES[@]}" ]; then
 		log "installing ${APT_PACKAGES[*]}"
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends \
 			"${APT_PACKAGES[@]}" >"$BUILD/apt-install.log" 2>&1 ||
 			{ tail -n 30 "$BUILD/apt-install.log" >&2; die "apt-get install failed"; }
 	fi
@@ -232,7 +232,7 @@ build_initramfs() {
 
 boot_guest() {
 	local abi=$1 root=$2 log=$BUILD/$1/console.log
-	timeout --foreground -k 10 "$TIMEOUT" \
+	timeout -k 10 "$TIMEOUT" \
 		qemu-system-x86_64 -accel tcg -cpu max -m 1024 -smp 1 -nographic -no-reboot \
 		-kernel "$root/boot/vmlinuz-$abi" -initrd "$BUILD/$abi/initrd.gz" \
 		-append "console=ttyS0 quiet panic=-1" </dev/null >"$log" 2>&1
@@ -308,6 +308,17 @@ main() {
 	else
 		echo "kmod matrix: FAIL (logs: $BUILD/<kernel>/console.log)"
 	fi
+	# Totals over all guests; a kernel that failed outside the test
+	# program counts as one more failure.
+	local np=0 nf=0 ns=0 p f s
+	for abi in "${abis[@]}"; do
+		read -r p f s < <(sed -n 's/^L7F-SUMMARY: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped.*/\1 \2 \3/p' \
+			"$BUILD/$abi/console.log.txt" | head -n 1) || true
+		np=$((np + ${p:-0})) nf=$((nf + ${f:-1})) ns=$((ns + ${s:-0}))
+		grep -q 'PASS in' "$BUILD/$abi/verdict.txt" || [ "${f:-1}" != 0 ] || nf=$((nf + 1))
+		p='' f='' s=''
+	done
+	echo "kmod: $np passed, $nf failed, $ns skipped"
 	return $failed
 }
 

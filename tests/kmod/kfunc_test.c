@@ -786,7 +786,6 @@ static void t_msg_data(struct t_ctx *t)
 {
 	static const char payload[T_MSG_LEN + 1] =
 		"eyJpc3MiOiJqb2UiLA0KICJleHAiOjEzMDA4MTkzODAsDQogImh0dHA6Ly9leGFt";
-	const struct l7f_vec_hmac *v = &l7f_vec_hmac[0];
 	struct t_req r = { .op = T_OP_MSG_DATA, .seed = 42,
 			   .key_id = K_HMAC_BASE };
 	int p0 = t->pass, f0 = t->fail;
@@ -814,7 +813,6 @@ static void t_msg_data(struct t_ctx *t)
 		t_result(t, 0, "msg-data", "reference run failed");
 		return;
 	}
-	(void)v;
 
 	ret = t_run_msg(t, &r, payload, T_MSG_LEN);
 	t_result(t, ret == 0, "msg-data-run", "%lld", (long long)ret);

@@ -55,6 +55,8 @@ struct DaemonSettings {
     std::chrono::milliseconds request_timeout{15000};   // slow path: whole exchange
     std::chrono::milliseconds header_timeout{10000};    // slow path: request head
     std::chrono::milliseconds idle_timeout{60000};      // client keep-alive idle
+    // "error", "warning", "notice", "info" or "debug" (log::parse_level)
+    std::string log_level = "info";
     // Prometheus-style text and D-Bus are always available; nothing else here
 };
 

@@ -1,0 +1,138 @@
+#include "policy/Policy.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace l7fast::policy {
+
+std::string SourceLocation::str() const
+{
+    return file + ":" + std::to_string(line) + ":" + std::to_string(column);
+}
+
+std::string SocketAddress::str() const
+{
+    char text[INET6_ADDRSTRLEN] = {};
+    if (family == AF_INET) {
+        inet_ntop(AF_INET, ip.data(), text, sizeof(text));
+        return std::string(text) + ":" + std::to_string(port);
+    }
+    if (family == AF_INET6) {
+        inet_ntop(AF_INET6, ip.data(), text, sizeof(text));
+        return "[" + std::string(text) + "]:" + std::to_string(port);
+    }
+    return "(no address)";
+}
+
+bool SocketAddress::is_wildcard() const
+{
+    const size_t n = family == AF_INET ? 4 : 16;
+    return std::all_of(ip.begin(), ip.begin() + n, [](uint8_t b) { return b == 0; });
+}
+
+namespace {
+
+// "1".."65535", digits only: a sign, spaces or a service name would be read
+// differently by every tool an operator might compare with.
+std::optional<uint16_t> parse_port(const std::string& digits, std::string* why)
+{
+    if (digits.empty()) {
+        *why = "missing port number after ':'";
+        return std::nullopt;
+    }
+    if (digits.size() > 5 || !std::all_of(digits.begin(), digits.end(),
+                                          [](char c) { return c >= '0' && c <= '9'; })) {
+        *why = "port \"" + digits + "\" is not a number in 1..65535";
+        return std::nullopt;
+    }
+    const unsigned long value = std::stoul(digits);
+    if (value == 0) {
+        *why = "port 0 is not allowed: give a fixed port in 1..65535";
+        return std::nullopt;
+    }
+    if (value > 65535) {
+        *why = "port " + digits + " is out of range 1..65535";
+        return std::nullopt;
+    }
+    return static_cast<uint16_t>(value);
+}
+
+}  // namespace
+
+std::optional<SocketAddress> SocketAddress::parse(const std::string& text, std::string* why)
+{
+    std::string scratch;
+    if (!why)
+        why = &scratch;
+    SocketAddress a;
+    std::string host;
+    std::string port;
+
+    if (!text.empty() && text.front() == '[') {
+        const size_t close = text.find(']');
+        if (close == std::string::npos) {
+            *why = "missing ']' after the IPv6 address";
+            return std::nullopt;
+        }
+        host = text.substr(1, close - 1);
+        if (close + 1 >= text.size() || text[close + 1] != ':') {
+            *why = "missing \":port\" after \"[" + host + "]\"";
+            return std::nullopt;
+        }
+        port = text.substr(close + 2);
+        if (inet_pton(AF_INET6, host.c_str(), a.ip.data()) != 1) {
+            *why = "\"" + host + "\" is not an IPv6 address";
+            return std::nullopt;
+        }
+        a.family = AF_INET6;
+    } else {
+        const size_t colon = text.rfind(':');
+        if (colon == std::string::npos) {
+            *why = "missing \":port\" (write \"ip:port\", or \"[ipv6]:port\")";
+            return std::nullopt;
+        }
+        host = text.substr(0, colon);
+        port = text.substr(colon + 1);
+        if (host.find(':') != std::string::npos) {
+            *why = "an IPv6 address needs brackets: \"[" + host + "]:" + port + "\"";
+            return std::nullopt;
+        }
+        if (inet_pton(AF_INET, host.c_str(), a.ip.data()) != 1) {
+            const bool looks_like_name = std::any_of(host.begin(), host.end(), [](char c) {
+                return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+            });
+            *why = looks_like_name
+                       ? "\"" + host + "\" is not an IP address (names are not resolved; write e.g. \"127.0.0.1\")"
+                       : "\"" + host + "\" is not an IPv4 address";
+            return std::nullopt;
+        }
+        a.family = AF_INET;
+    }
+    const auto p = parse_port(port, why);
+    if (!p)
+        return std::nullopt;
+    a.port = *p;
+    return a;
+}
+
+const Cluster* Policy::find_cluster(const std::string& name) const
+{
+    for (const Cluster& c : clusters)
+        if (c.name == name)
+            return &c;
+    return nullptr;
+}
+
+const Listener* Policy::find_listener(const std::string& name) const
+{
+    for (const Listener& l : listeners)
+        if (l.name == name)
+            return &l;
+    return nullptr;
+}
+
+}  // namespace l7fast::policy

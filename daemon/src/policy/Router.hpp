@@ -1,0 +1,78 @@
+// The reference semantics of route matching and upstream choice. The slow
+// path routes with this; the data plane's tables (PolicyCompiler) must agree
+// with it wherever the kernel decides, which the differential test checks.
+// docs/policy.md ("Matching") is the prose version of this file.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "policy/Policy.hpp"
+
+namespace l7fast::policy {
+
+struct HeaderField {
+    std::string_view name;   // as received; compared case-insensitively
+    std::string_view value;  // OWS already trimmed
+};
+
+// A parsed request, as both the kernel parser and the slow path see it.
+struct RequestView {
+    std::string_view method;               // token as received; case-sensitive
+    std::string_view target;               // origin-form request-target, query included
+    std::span<const HeaderField> headers;  // every field line in order, Host included
+    uint32_t listener = 0;                 // index into Policy::listeners
+};
+
+// What a route's path condition compares: the target up to the first '?'.
+std::string_view request_path(std::string_view target);
+
+// What a route's host condition compares: the first Host field's value
+// without ":port" (an IPv6 literal keeps its brackets), lower-cased; nullopt
+// without a Host field.
+std::optional<std::string> request_host(std::span<const HeaderField> headers);
+
+class Router {
+public:
+    // The Router owns the policy it evaluates, so the two cannot drift apart
+    // across a reload.
+    explicit Router(Policy policy);
+
+    const Policy& policy() const { return policy_; }
+
+    // Index in policy().routes of the first route that applies, or nullopt
+    // (the slow path answers 404). CONNECT is never routed.
+    std::optional<uint32_t> route(const RequestView& request) const;
+
+    // Whether routes[index] applies, ignoring the routes before it.
+    bool matches(uint32_t index, const RequestView& request) const;
+
+    // Upstream choice, with the data plane's arithmetic (bpf/lib/select.h):
+    // weights are cumulative and the choice is the first index whose
+    // cumulative weight exceeds `random % total`.
+    //  - index into route.clusters; a single cluster, or weights summing to
+    //    0, always give the first one. nullopt for a route without clusters.
+    static std::optional<size_t> choose_cluster(const Route& route, uint32_t random);
+    //  - index into cluster.endpoints: weighted clusters use `random`,
+    //    round-robin ones `rr_counter % endpoints` (the kernel's per-cluster
+    //    counter). nullopt for a cluster without endpoints.
+    static std::optional<size_t> choose_endpoint(const Cluster& cluster, uint64_t rr_counter, uint32_t random);
+
+private:
+    struct RouteScope {
+        bool every_listener = true;
+        std::vector<uint32_t> listeners;  // sorted, when !every_listener
+    };
+
+    bool header_conditions_hold(const RouteMatch& m, std::span<const HeaderField> headers) const;
+
+    Policy policy_;
+    std::vector<RouteScope> scopes_;  // parallel to policy_.routes
+};
+
+}  // namespace l7fast::policy

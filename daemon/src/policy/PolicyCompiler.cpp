@@ -1,0 +1,591 @@
+#include "policy/PolicyCompiler.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <map>
+#include <tuple>
+#include <unordered_map>
+
+#include "policy/KernelHash.h"
+
+namespace l7fast::policy {
+
+namespace {
+
+constexpr uint32_t kAllMethodClasses = ((1u << L7_M_COUNT) - 1) & ~(1u << L7_M_CONNECT);
+constexpr uint64_t kMaxU16 = 0xffff;
+
+std::string lower(std::string_view s)
+{
+    std::string out(s);
+    std::transform(out.begin(), out.end(), out.begin(),
+                   [](char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; });
+    return out;
+}
+
+void set_bit(l7_bitmap& b, uint32_t route)
+{
+    b.w[route / 64] |= 1ULL << (route % 64);
+}
+
+uint64_t splitmix64(uint64_t x)
+{
+    x += 0x9E3779B97F4A7C15ULL;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+    return x ^ (x >> 31);
+}
+
+uint64_t kernel_string_hash(uint64_t seed, std::string_view bytes, bool lower_case)
+{
+    return l7fast_match_hash(seed, bytes.data(), static_cast<uint32_t>(bytes.size()), lower_case ? 1 : 0);
+}
+
+// Why a route is not in the kernel; several reasons are all reported.
+class Reasons {
+public:
+    void add(std::string reason)
+    {
+        if (std::find(items_.begin(), items_.end(), reason) == items_.end())
+            items_.push_back(std::move(reason));
+    }
+    bool empty() const { return items_.empty(); }
+    std::string str() const
+    {
+        std::string out;
+        for (const std::string& r : items_)
+            out += (out.empty() ? "" : "; ") + r;
+        return out;
+    }
+
+private:
+    std::vector<std::string> items_;
+};
+
+// One route's conditions as the tables will hold them. A dimension that is
+// not Exact admits every request in that dimension (the "any" route set).
+struct RouteShape {
+    bool every_listener = true;
+    std::vector<uint32_t> listeners;  // ids < L7_MAX_LISTENERS
+    uint32_t method_classes = 0;      // bit per enum l7_method
+    std::optional<std::string> host;  // exact, lower-cased
+    std::optional<std::pair<l7_match_kind, std::string>> path;  // PATH_EXACT or PATH_PREFIX
+    enum class Hdr { Any, Present, Exact };
+    std::array<Hdr, L7_MAX_MATCH_HDRS> hdr{};
+    std::array<std::string, L7_MAX_MATCH_HDRS> hdr_value;
+    std::vector<uint16_t> targets;  // cluster indexes, when they fit l7_route
+    std::vector<uint32_t> target_weights;
+    Reasons reasons;  // non-empty: user space
+};
+
+class TableBuilder {
+public:
+    TableBuilder(const Policy& policy, uint64_t seed, const StringHashFn& hash, const PoolIdFn& pool_id)
+        : p_(policy), seed_(seed), hash_(hash), pool_id_(pool_id),
+          in_tables_(std::min<size_t>(policy.routes.size(), L7_MAX_ROUTES)),
+          overflow_(policy.routes.size() > L7_MAX_ROUTES)
+    {
+    }
+
+    // Also counts the string conditions that collided under this seed.
+    CompiledTables build(size_t* collisions)
+    {
+        assign_match_headers();
+        assign_prefix_lengths();
+        shapes_.resize(in_tables_);
+        for (uint32_t r = 0; r < in_tables_; r++)
+            shape_route(r);
+        for (uint32_t r = 0; r < in_tables_; r++)
+            add_strings(r);
+        build_clusters();
+        CompiledTables t;
+        t.seed = seed_;
+        place_routes(t);
+        fill_bitmaps(t);
+        fill_meta(t);
+        fill_listeners(t);
+        t.clusters = std::move(clusters_);
+        t.endpoints = std::move(endpoints_);
+        for (auto& [key, entry] : strings_)
+            t.strings.push_back({entry.key, entry.val});
+        std::sort(t.strings.begin(), t.strings.end(), [](const auto& a, const auto& b) {
+            return std::tie(a.first.kind, a.first.aux, a.first.hash) < std::tie(b.first.kind, b.first.aux, b.first.hash);
+        });
+        *collisions = collisions_;
+        return t;
+    }
+
+private:
+    bool is_overflow_stand_in(uint32_t r) const { return overflow_ && r == in_tables_ - 1; }
+
+    // Header names routes match on get the L7_MAX_MATCH_HDRS slots the
+    // kernel has, first come (in route order) first served.
+    void assign_match_headers()
+    {
+        for (uint32_t r = 0; r < in_tables_; r++) {
+            if (is_overflow_stand_in(r))
+                continue;
+            for (const HeaderCondition& c : p_.routes[r].match.headers) {
+                const std::string name = lower(c.name);
+                if (name.empty() || name.size() > L7_MAX_HDR_NAME || hdr_slot_.count(name) ||
+                    hdr_names_.size() >= L7_MAX_MATCH_HDRS)
+                    continue;
+                hdr_slot_.emplace(name, static_cast<uint32_t>(hdr_names_.size()));
+                hdr_names_.push_back(name);
+            }
+        }
+    }
+
+    void assign_prefix_lengths()
+    {
+        for (uint32_t r = 0; r < in_tables_; r++) {
+            const RouteMatch& m = p_.routes[r].match;
+            if (is_overflow_stand_in(r) || m.path_kind != PathMatch::Prefix || m.path.empty() ||
+                m.path.size() > L7_MAX_MATCH_STR)
+                continue;
+            if (std::find(prefix_lens_.begin(), prefix_lens_.end(), m.path.size()) == prefix_lens_.end() &&
+                prefix_lens_.size() < L7_MAX_PREFIX_LENS)
+                prefix_lens_.push_back(static_cast<uint16_t>(m.path.size()));
+        }
+        std::sort(prefix_lens_.begin(), prefix_lens_.end());
+    }
+
+    void shape_route(uint32_t r)
+    {
+        RouteShape& s = shapes_[r];
+        const Route& route = p_.routes[r];
+        if (is_overflow_stand_in(r)) {
+            // Every request no earlier route takes lands here and goes to
+            // the slow path, which also knows the routes the kernel has no
+            // bits for; the kernel's "no route" thus stays exact.
+            s.method_classes = kAllMethodClasses;
+            s.reasons.add("the policy has more than " + std::to_string(L7_MAX_ROUTES) +
+                          " routes: the kernel's last route stands for this and every later route");
+            return;
+        }
+        shape_listeners(route, s);
+        shape_methods(route.match, s);
+        shape_host(route.match, s);
+        shape_path(route.match, s);
+        shape_headers(route.match, s);
+        shape_targets(route, s);
+        if (!route.offload)
+            s.reasons.add("offload = false");
+        if (!p_.daemon.kernel_dataplane)
+            s.reasons.add("kernel_dataplane = false");
+    }
+
+    void shape_listeners(const Route& route, RouteShape& s)
+    {
+        s.every_listener = route.listeners.empty();
+        bool beyond = false;
+        for (const std::string& name : route.listeners) {
+            for (uint32_t i = 0; i < p_.listeners.size(); i++) {
+                if (p_.listeners[i].name != name)
+                    continue;
+                if (i < L7_MAX_LISTENERS)
+                    s.listeners.push_back(i);
+                else
+                    beyond = true;
+            }
+        }
+        if (beyond && s.listeners.empty())
+            s.reasons.add("its listeners are beyond the first " + std::to_string(L7_MAX_LISTENERS));
+    }
+
+    void shape_methods(const RouteMatch& m, RouteShape& s)
+    {
+        if (m.methods.empty()) {
+            s.method_classes = kAllMethodClasses;
+            return;
+        }
+        for (const std::string& method : m.methods) {
+            if (method == "CONNECT")
+                continue;  // never routed (Router), never matched (kernel)
+            const l7_method cls = kernel_method_class(method);
+            s.method_classes |= 1u << cls;
+            if (cls == L7_M_OTHER)
+                s.reasons.add("method " + method + " has no kernel method class");
+        }
+    }
+
+    void shape_host(const RouteMatch& m, RouteShape& s)
+    {
+        if (!m.host)
+            return;
+        if (m.host->size() > L7_MAX_MATCH_STR) {
+            s.reasons.add("host longer than " + std::to_string(L7_MAX_MATCH_STR) + " bytes");
+            return;
+        }
+        s.host = lower(*m.host);
+    }
+
+    void shape_path(const RouteMatch& m, RouteShape& s)
+    {
+        if (m.path_kind == PathMatch::Any || (m.path_kind == PathMatch::Prefix && m.path.empty()))
+            return;  // an empty prefix admits every path: "any" is exact
+        if (m.path.size() > L7_MAX_MATCH_STR) {
+            s.reasons.add("path longer than " + std::to_string(L7_MAX_MATCH_STR) + " bytes");
+            return;
+        }
+        if (m.path_kind == PathMatch::Exact) {
+            s.path = {L7_MK_PATH_EXACT, m.path};
+            return;
+        }
+        if (std::find(prefix_lens_.begin(), prefix_lens_.end(), m.path.size()) == prefix_lens_.end()) {
+            s.reasons.add("more than " + std::to_string(L7_MAX_PREFIX_LENS) + " distinct path-prefix lengths");
+            return;
+        }
+        s.path = {L7_MK_PATH_PREFIX, m.path};
+    }
+
+    void shape_headers(const RouteMatch& m, RouteShape& s)
+    {
+        for (const HeaderCondition& c : m.headers) {
+            const std::string name = lower(c.name);
+            if (name.size() > L7_MAX_HDR_NAME) {
+                s.reasons.add("header name longer than " + std::to_string(L7_MAX_HDR_NAME) + " bytes");
+                continue;
+            }
+            auto slot = hdr_slot_.find(name);
+            if (slot == hdr_slot_.end()) {
+                s.reasons.add("more than " + std::to_string(L7_MAX_MATCH_HDRS) + " distinct header names");
+                continue;
+            }
+            const uint32_t h = slot->second;
+            // "exact" implies "present": a value the kernel cannot compare
+            // still narrows the route to requests carrying the header
+            if (c.kind == HeaderCondition::Kind::Present) {
+                s.hdr[h] = std::max(s.hdr[h], RouteShape::Hdr::Present);
+            } else if (c.value.size() > L7_MAX_MATCH_STR) {
+                s.hdr[h] = std::max(s.hdr[h], RouteShape::Hdr::Present);
+                s.reasons.add("header value longer than " + std::to_string(L7_MAX_MATCH_STR) + " bytes");
+            } else if (s.hdr[h] == RouteShape::Hdr::Exact && s.hdr_value[h] != c.value) {
+                // two exact values for one header: matches nothing; the slow
+                // path knows that, the tables keep the first as a superset
+                s.reasons.add("two conditions on header " + name);
+            } else {
+                s.hdr[h] = RouteShape::Hdr::Exact;
+                s.hdr_value[h] = c.value;
+            }
+        }
+    }
+
+    void shape_targets(const Route& route, RouteShape& s)
+    {
+        if (route.clusters.empty())
+            s.reasons.add("no cluster");
+        if (route.clusters.size() > L7_MAX_TARGETS)
+            s.reasons.add("more than " + std::to_string(L7_MAX_TARGETS) + " weighted clusters");
+        uint64_t total = 0;
+        bool fits = route.clusters.size() <= L7_MAX_TARGETS;
+        for (const WeightedCluster& wc : route.clusters) {
+            total += wc.weight;
+            auto it = std::find_if(p_.clusters.begin(), p_.clusters.end(),
+                                   [&](const Cluster& c) { return c.name == wc.cluster; });
+            if (it == p_.clusters.end()) {
+                s.reasons.add("cluster " + wc.cluster + " does not exist");
+                fits = false;
+                continue;
+            }
+            const size_t ci = static_cast<size_t>(it - p_.clusters.begin());
+            if (ci >= L7_MAX_CLUSTERS) {
+                s.reasons.add("cluster " + wc.cluster + " is beyond the first " + std::to_string(L7_MAX_CLUSTERS) +
+                              " clusters");
+                fits = false;
+                continue;
+            }
+            s.targets.push_back(static_cast<uint16_t>(ci));
+            s.target_weights.push_back(wc.weight);
+        }
+        if (total > kMaxU16) {
+            s.reasons.add("cluster weights do not fit 16 bits");
+            fits = false;
+        }
+        if (!fits) {
+            s.targets.clear();
+            s.target_weights.clear();
+        }
+    }
+
+    // ---- string conditions -------------------------------------------------
+
+    struct StringEntry {
+        l7_match_key key{};
+        l7_match_val val{};
+        std::string text;
+    };
+
+    // Adds route r to the entry for (kind, aux, text); false when the
+    // condition cannot be in the table (full, or its hash collides with
+    // another string's), with the reason added to the route.
+    bool add_string(uint32_t r, l7_match_kind kind, uint16_t aux, const std::string& text, bool lower_case)
+    {
+        const uint64_t hash = hash_(seed_, text, lower_case);
+        auto it = strings_.find({kind, aux, hash});
+        if (it == strings_.end()) {
+            if (strings_.size() >= kMaxMatchStrings) {
+                shapes_[r].reasons.add("more than " + std::to_string(kMaxMatchStrings) +
+                                       " distinct string conditions");
+                return false;
+            }
+            StringEntry e;
+            e.key.hash = hash;
+            e.key.kind = static_cast<__u16>(kind);
+            e.key.aux = aux;
+            e.val.len = static_cast<__u16>(text.size());
+            std::memcpy(e.val.str, text.data(), text.size());
+            e.text = text;
+            it = strings_.emplace(std::tuple{kind, aux, hash}, std::move(e)).first;
+        } else if (it->second.text != text) {
+            collisions_++;
+            shapes_[r].reasons.add("its condition " + text + " collides with " + it->second.text +
+                                   " under hash seed " + std::to_string(seed_));
+            return false;
+        }
+        set_bit(it->second.val.routes, r);
+        return true;
+    }
+
+    void add_strings(uint32_t r)
+    {
+        RouteShape& s = shapes_[r];
+        if (s.host && !add_string(r, L7_MK_HOST_EXACT, 0, *s.host, true))
+            s.host.reset();
+        if (s.path) {
+            const uint16_t aux = s.path->first == L7_MK_PATH_PREFIX ? static_cast<uint16_t>(s.path->second.size()) : 0;
+            if (!add_string(r, s.path->first, aux, s.path->second, false))
+                s.path.reset();
+        }
+        for (uint32_t h = 0; h < hdr_names_.size(); h++)
+            if (s.hdr[h] == RouteShape::Hdr::Exact &&
+                !add_string(r, L7_MK_HDR_EXACT, static_cast<uint16_t>(h), s.hdr_value[h], false))
+                s.hdr[h] = RouteShape::Hdr::Present;
+    }
+
+    // ---- clusters and endpoints ---------------------------------------------
+
+    // Endpoints are written only for clusters a kernel-placed route may
+    // pick, so pools are only taken for upstreams the kernel can use.
+    void build_clusters()
+    {
+        std::vector<bool> needed(std::min<size_t>(p_.clusters.size(), L7_MAX_CLUSTERS));
+        for (const RouteShape& s : shapes_)
+            if (s.reasons.empty())
+                for (uint16_t ci : s.targets)
+                    needed[ci] = true;
+        cluster_reason_.resize(needed.size());
+        for (size_t ci = 0; ci < needed.size(); ci++) {
+            const Cluster& c = p_.clusters[ci];
+            l7_cluster out{};
+            out.lb = c.lb == LbPolicy::Weighted ? L7_LB_WEIGHTED : L7_LB_ROUND_ROBIN;
+            if (needed[ci])
+                add_endpoints(ci, out);
+            clusters_.push_back(out);
+        }
+    }
+
+    void add_endpoints(size_t ci, l7_cluster& out)
+    {
+        const Cluster& c = p_.clusters[ci];
+        std::string& why = cluster_reason_[ci];
+        if (c.endpoints.empty()) {
+            why = "cluster " + c.name + " has no endpoints";
+            return;
+        }
+        if (endpoints_.size() + c.endpoints.size() > L7_MAX_ENDPOINTS) {
+            why = "cluster " + c.name + " has endpoints beyond the first " + std::to_string(L7_MAX_ENDPOINTS);
+            return;
+        }
+        std::vector<l7_endpoint> eps;
+        uint32_t cum = 0;
+        for (const Endpoint& e : c.endpoints) {
+            const std::optional<uint32_t> pool = pool_id_ ? pool_id_(e.address) : std::nullopt;
+            if (!pool || *pool >= L7_MAX_POOLS) {
+                why = "no free upstream pool for " + e.address.str();
+                return;
+            }
+            if (e.weight > kMaxU16 || cum + e.weight > kMaxU16) {
+                why = "cluster " + c.name + ": endpoint weights do not fit 16 bits";
+                return;
+            }
+            cum += e.weight;
+            l7_endpoint ep{};
+            ep.pool_id = *pool;
+            ep.weight = e.weight;
+            ep.cum_weight = cum;
+            eps.push_back(ep);
+        }
+        out.n_endpoints = static_cast<__u16>(eps.size());
+        out.first_endpoint = static_cast<__u32>(endpoints_.size());
+        out.total_weight = cum;
+        endpoints_.insert(endpoints_.end(), eps.begin(), eps.end());
+    }
+
+    // ---- routes ---------------------------------------------------------------
+
+    void place_routes(CompiledTables& t)
+    {
+        for (uint32_t r = 0; r < p_.routes.size(); r++) {
+            RoutePlacement placement;
+            if (r >= in_tables_) {
+                placement.reason = "beyond the first " + std::to_string(L7_MAX_ROUTES) + " routes";
+                t.placement.push_back(std::move(placement));
+                continue;
+            }
+            RouteShape& s = shapes_[r];
+            if (s.reasons.empty())
+                for (uint16_t ci : s.targets)
+                    if (!cluster_reason_[ci].empty())
+                        s.reasons.add(cluster_reason_[ci]);
+            placement.kernel = s.reasons.empty();
+            placement.reason = s.reasons.str();
+
+            l7_route out{};
+            out.flags = L7_RF_VALID | (placement.kernel ? L7_RF_KERNEL : 0);
+            out.stats_id = r;
+            uint32_t cum = 0;
+            for (size_t i = 0; i < s.targets.size(); i++) {
+                cum += s.target_weights[i];
+                out.cluster[i] = s.targets[i];
+                out.cum_weight[i] = static_cast<__u16>(cum);
+            }
+            out.n_targets = static_cast<__u16>(s.targets.size());
+            out.total_weight = static_cast<__u16>(cum);
+            t.routes.push_back(out);
+            t.placement.push_back(std::move(placement));
+        }
+    }
+
+    void fill_bitmaps(CompiledTables& t) const
+    {
+        t.bitmaps.assign(L7_BMI_PER_GEN, l7_bitmap{});
+        const uint32_t listeners = static_cast<uint32_t>(std::min<size_t>(p_.listeners.size(), L7_MAX_LISTENERS));
+        for (uint32_t r = 0; r < in_tables_; r++) {
+            const RouteShape& s = shapes_[r];
+            if (s.every_listener) {
+                for (uint32_t l = 0; l < listeners; l++)
+                    set_bit(t.bitmaps[L7_BMI_LISTENER(l)], r);
+            } else {
+                for (uint32_t l : s.listeners)
+                    set_bit(t.bitmaps[L7_BMI_LISTENER(l)], r);
+            }
+            for (uint32_t m = 0; m < L7_M_COUNT; m++)
+                if (s.method_classes & (1u << m))
+                    set_bit(t.bitmaps[L7_BMI_METHOD(m)], r);
+            if (!s.host)
+                set_bit(t.bitmaps[L7_BMI_HOST_ANY], r);
+            if (!s.path)
+                set_bit(t.bitmaps[L7_BMI_PATH_ANY], r);
+            for (uint32_t h = 0; h < hdr_names_.size(); h++) {
+                if (s.hdr[h] == RouteShape::Hdr::Any)
+                    set_bit(t.bitmaps[L7_BMI_HDR_ANY(h)], r);
+                else if (s.hdr[h] == RouteShape::Hdr::Present)
+                    set_bit(t.bitmaps[L7_BMI_HDR_PRESENT(h)], r);
+            }
+        }
+    }
+
+    void fill_meta(CompiledTables& t) const
+    {
+        l7_gen_meta& m = t.meta;
+        m.seed = seed_;
+        m.n_routes = in_tables_;
+        m.n_prefix_lens = static_cast<__u32>(prefix_lens_.size());
+        std::copy(prefix_lens_.begin(), prefix_lens_.end(), m.prefix_lens);
+        m.n_match_hdrs = static_cast<__u32>(hdr_names_.size());
+        for (size_t h = 0; h < hdr_names_.size(); h++) {
+            const std::string& name = hdr_names_[h];
+            m.hdr_name_hash[h] = l7fast_header_name_hash(name.data(), static_cast<uint32_t>(name.size()));
+            std::memcpy(m.hdr_name[h], name.data(), name.size());
+            m.hdr_name_len[h] = static_cast<__u16>(name.size());
+        }
+        for (uint32_t r = 0; r < in_tables_; r++) {
+            const RouteMatch& rm = p_.routes[r].match;
+            if (is_overflow_stand_in(r))
+                continue;
+            if (rm.host)
+                m.flags |= L7_GMF_HOST;
+            if (rm.path_kind != PathMatch::Any)
+                m.flags |= L7_GMF_PATH;
+        }
+    }
+
+    void fill_listeners(CompiledTables& t) const
+    {
+        for (uint32_t i = 0; i < p_.listeners.size(); i++) {
+            const SocketAddress& a = p_.listeners[i].address;
+            if (i >= L7_MAX_LISTENERS) {
+                t.listener_placement.push_back(
+                    {false, "beyond the first " + std::to_string(L7_MAX_LISTENERS) + " listeners"});
+                continue;
+            }
+            l7_listener_key key{};
+            std::memcpy(key.ip, a.ip.data(), sizeof(key.ip));  // network byte order, IPv4 in ip[0]
+            key.port = a.port;
+            key.family = static_cast<__u16>(a.family);
+            l7_listener val{};
+            val.id = i;
+            t.listeners.push_back({key, val});
+            t.listener_placement.push_back({true, ""});
+        }
+    }
+
+    const Policy& p_;
+    const uint64_t seed_;
+    const StringHashFn& hash_;
+    const PoolIdFn& pool_id_;
+    const uint32_t in_tables_;  // routes with bits in the route sets
+    const bool overflow_;       // more routes than bits: the last bit stands in for the rest
+
+    std::unordered_map<std::string, uint32_t> hdr_slot_;
+    std::vector<std::string> hdr_names_;
+    std::vector<uint16_t> prefix_lens_;
+    std::vector<RouteShape> shapes_;
+    std::map<std::tuple<l7_match_kind, uint16_t, uint64_t>, StringEntry> strings_;
+    size_t collisions_ = 0;
+    std::vector<l7_cluster> clusters_;
+    std::vector<l7_endpoint> endpoints_;
+    std::vector<std::string> cluster_reason_;  // non-empty: no kernel endpoints
+};
+
+}  // namespace
+
+l7_method kernel_method_class(std::string_view method)
+{
+    static constexpr std::pair<std::string_view, l7_method> kClasses[] = {
+        {"GET", L7_M_GET},         {"HEAD", L7_M_HEAD},   {"POST", L7_M_POST},
+        {"PUT", L7_M_PUT},         {"DELETE", L7_M_DELETE}, {"PATCH", L7_M_PATCH},
+        {"OPTIONS", L7_M_OPTIONS}, {"CONNECT", L7_M_CONNECT}, {"TRACE", L7_M_TRACE},
+    };
+    for (const auto& [name, cls] : kClasses)
+        if (name == method)
+            return cls;
+    return L7_M_OTHER;
+}
+
+CompiledTables compile(const Policy& policy, uint64_t seed, const PoolIdFn& pool_id, const CompileOptions& options)
+{
+    const StringHashFn hash = options.string_hash ? options.string_hash : StringHashFn(kernel_string_hash);
+    const unsigned attempts = std::max(1u, options.seed_attempts);
+    std::vector<std::string> notes;
+    uint64_t s = seed;
+    for (unsigned attempt = 1;; attempt++) {
+        size_t collisions = 0;
+        CompiledTables t = TableBuilder(policy, s, hash, pool_id).build(&collisions);
+        if (collisions == 0 || attempt == attempts) {
+            if (collisions)
+                notes.push_back(std::to_string(collisions) + " string conditions still collided with seed " +
+                                std::to_string(s) + ": their routes are placed in user space");
+            t.notes = std::move(notes);
+            return t;
+        }
+        const uint64_t next = splitmix64(s ^ attempt);
+        notes.push_back("seed " + std::to_string(s) + " made " + std::to_string(collisions) +
+                        " string conditions collide; recompiled with seed " + std::to_string(next));
+        s = next;
+    }
+}
+
+}  // namespace l7fast::policy

@@ -1,0 +1,81 @@
+// Turns a Policy into the contents of the data plane's tables for one
+// generation, in the layouts of bpf/include/l7fast_abi.h, and decides for
+// every route whether the kernel may act on it (placement).
+//
+// Soundness (docs/policy.md, "Placement"): the kernel ANDs one route set per
+// dimension (listener, method, host, path, each match header) and takes the
+// lowest route. Every condition the kernel cannot evaluate exactly is
+// compiled as "any" for its dimension (a superset) and its route is placed
+// in user space: if such a route is the first candidate the slow path
+// decides with Router, so first-match order stays exact. A kernel-placed
+// route that the kernel picks is therefore always the route Router picks.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "l7fast_abi.h"
+#include "policy/Policy.hpp"
+
+namespace l7fast::policy {
+
+struct RoutePlacement {
+    bool kernel = false;
+    std::string reason;  // why not in the kernel; empty when kernel
+};
+
+struct ListenerPlacement {
+    bool kernel = false;  // has an entry in the data plane's listener table
+    std::string reason;
+};
+
+struct CompiledTables {
+    uint64_t seed = 0;  // the seed the string keys were hashed with (meta.seed)
+    l7_gen_meta meta{};
+    std::vector<l7_bitmap> bitmaps;                              // L7_BMI_PER_GEN, index L7_BMI_*
+    std::vector<std::pair<l7_match_key, l7_match_val>> strings;  // key.gen = 0: the installer sets it
+    std::vector<l7_route> routes;        // min(routes, L7_MAX_ROUTES); stats_id = route index
+    std::vector<l7_cluster> clusters;    // min(clusters, L7_MAX_CLUSTERS), index = Policy::clusters
+    std::vector<l7_endpoint> endpoints;  // at most L7_MAX_ENDPOINTS
+    // min(listeners, L7_MAX_LISTENERS), id = index in Policy::listeners
+    std::vector<std::pair<l7_listener_key, l7_listener>> listeners;
+    std::vector<RoutePlacement> placement;              // one per Policy::routes entry
+    std::vector<ListenerPlacement> listener_placement;  // one per Policy::listeners entry
+    // Things an operator may want to know that are not a route's placement,
+    // e.g. a seed that was replaced because two strings collided.
+    std::vector<std::string> notes;
+};
+
+// Stable pool id of an upstream address; nullopt when no pool is free.
+using PoolIdFn = std::function<std::optional<uint32_t>(const SocketAddress&)>;
+
+// The keyed string hash of l7_match keys; the default is the kernel's
+// (l7_hash_str). Tests substitute a weak one to force collisions.
+using StringHashFn = std::function<uint64_t(uint64_t seed, std::string_view bytes, bool lower)>;
+
+struct CompileOptions {
+    StringHashFn string_hash;  // empty: the kernel's
+    // Seeds tried when two strings of one table collide on (kind, aux,
+    // hash); after the last, colliding conditions go to the slow path.
+    unsigned seed_attempts = 4;
+};
+
+// l7_match entries one generation may use: l7_maps.h sizes the map for two
+// generations of 2 * L7_MAX_ROUTES each.
+inline constexpr size_t kMaxMatchStrings = 2 * L7_MAX_ROUTES;
+
+// Never fails: what does not fit the kernel is placed in user space, with a
+// reason. Deterministic for a given (policy, seed, pool ids).
+CompiledTables compile(const Policy& policy, uint64_t seed, const PoolIdFn& pool_id,
+                       const CompileOptions& options = {});
+
+// The kernel's method class of a method token (l7_method_id); L7_M_OTHER
+// for any token without a class of its own.
+l7_method kernel_method_class(std::string_view method);
+
+}  // namespace l7fast::policy

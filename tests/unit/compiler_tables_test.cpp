@@ -1,0 +1,567 @@
+// PolicyCompiler: table layouts (bpf/include/l7fast_abi.h) and placement.
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <sys/socket.h>
+
+#include <cstring>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+
+#include "policy/KernelHash.h"
+#include "policy/PolicyCompiler.hpp"
+#include "policy/PolicyLoader.hpp"
+
+using namespace l7fast::policy;
+
+namespace {
+
+constexpr uint64_t kSeed = 0x5eed5eed12345678ULL;
+
+constexpr const char* kPrelude = R"(
+[[listener]]
+name = "web"
+address = "127.0.0.1:8080"
+[[listener]]
+name = "v6"
+address = "[::1]:8443"
+[[listener]]
+name = "any"
+address = "0.0.0.0:9000"
+[[cluster]]
+name = "app"
+endpoints = [ { address = "127.0.0.1:9001" }, { address = "127.0.0.1:9002" } ]
+[[cluster]]
+name = "canary"
+lb = "weighted"
+endpoints = [ { address = "127.0.0.1:9003", weight = 3 }, { address = "127.0.0.1:9004", weight = 1 } ]
+)";
+
+Policy load(const std::string& routes)
+{
+    PolicyLoadResult r = PolicyLoader::load_string(std::string(kPrelude) + routes, "compiler.toml");
+    if (!r.ok())
+        ADD_FAILURE() << r.error_text();
+    return r.ok() ? std::move(r).policy() : Policy{};
+}
+
+// Pool ids in order of first request, like a pool manager would hand out.
+struct PoolIds {
+    std::map<SocketAddress, uint32_t> ids;
+    std::set<SocketAddress> exhausted;
+    PoolIdFn fn()
+    {
+        return [this](const SocketAddress& a) -> std::optional<uint32_t> {
+            if (exhausted.count(a))
+                return std::nullopt;
+            return ids.emplace(a, static_cast<uint32_t>(ids.size())).first->second;
+        };
+    }
+};
+
+CompiledTables compile_policy(const Policy& p, PoolIds& pools)
+{
+    return compile(p, kSeed, pools.fn());
+}
+
+std::set<uint32_t> bits(const l7_bitmap& b)
+{
+    std::set<uint32_t> out;
+    for (uint32_t i = 0; i < L7_MAX_ROUTES; i++)
+        if (b.w[i / 64] & (1ULL << (i % 64)))
+            out.insert(i);
+    return out;
+}
+
+std::set<uint32_t> range(uint32_t from, uint32_t to)
+{
+    std::set<uint32_t> out;
+    for (uint32_t i = from; i < to; i++)
+        out.insert(i);
+    return out;
+}
+
+const l7_match_val* find_string(const CompiledTables& t, l7_match_kind kind, uint16_t aux, const std::string& s,
+                                bool lower = false)
+{
+    const uint64_t hash = l7fast_match_hash(t.seed, s.data(), static_cast<uint32_t>(s.size()), lower);
+    for (const auto& [k, v] : t.strings)
+        if (k.kind == kind && k.aux == aux && k.hash == hash && k.gen == 0)
+            return &v;
+    return nullptr;
+}
+
+// FNV-1a over lower-cased bytes, written out independently of l7_http.h.
+uint32_t fnv_lower(const std::string& s)
+{
+    uint32_t h = 2166136261u;
+    for (char c : s)
+        h = (h ^ static_cast<uint8_t>((c >= 'A' && c <= 'Z') ? c + 32 : c)) * 16777619u;
+    return h;
+}
+
+std::string route_block(const std::string& name, const std::string& match, const std::string& extra = "")
+{
+    return "[[route]]\nname = \"" + name + "\"\ncluster = \"app\"\n" + extra + "[route.match]\n" + match + "\n";
+}
+
+}  // namespace
+
+TEST(CompilerTables, LayoutOfASmallPolicy)
+{
+    const Policy p = load(R"(
+[[route]]
+name = "health"
+cluster = "app"
+[route.match]
+method = "GET"
+path_exact = "/healthz"
+[[route]]
+name = "api"
+listeners = ["web"]
+cluster = "app"
+[route.match]
+host = "API.example.com"
+path_prefix = "/api/"
+[[route]]
+name = "canary"
+clusters = [ { name = "app", weight = 90 }, { name = "canary", weight = 10 } ]
+[route.match]
+headers = [ { name = "X-Canary", exact = "1" } ]
+[[route]]
+name = "rest"
+cluster = "app"
+)");
+    PoolIds pools;
+    const CompiledTables t = compile_policy(p, pools);
+
+    ASSERT_EQ(t.placement.size(), 4u);
+    for (const RoutePlacement& pl : t.placement)
+        EXPECT_TRUE(pl.kernel) << pl.reason;
+    EXPECT_TRUE(t.notes.empty());
+
+    EXPECT_EQ(t.seed, kSeed);
+    EXPECT_EQ(t.meta.seed, kSeed);
+    EXPECT_EQ(t.meta.n_routes, 4u);
+    EXPECT_EQ(t.meta.flags, static_cast<uint32_t>(L7_GMF_HOST | L7_GMF_PATH));
+    ASSERT_EQ(t.meta.n_prefix_lens, 1u);
+    EXPECT_EQ(t.meta.prefix_lens[0], 5u);
+    ASSERT_EQ(t.meta.n_match_hdrs, 1u);
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(t.meta.hdr_name[0]), t.meta.hdr_name_len[0]), "x-canary");
+    EXPECT_EQ(t.meta.hdr_name_hash[0], fnv_lower("x-canary"));
+    EXPECT_EQ(t.meta.hdr_name[0][8], 0) << "zero-padded";
+
+    ASSERT_EQ(t.bitmaps.size(), static_cast<size_t>(L7_BMI_PER_GEN));
+    EXPECT_EQ(bits(t.bitmaps[L7_BMI_LISTENER(0)]), (std::set<uint32_t>{0, 1, 2, 3}));
+    EXPECT_EQ(bits(t.bitmaps[L7_BMI_LISTENER(1)]), (std::set<uint32_t>{0, 2, 3}));
+    EXPECT_EQ(bits(t.bitmaps[L7_BMI_LISTENER(2)]), (std::set<uint32_t>{0, 2, 3}));
+    EXPECT_TRUE(bits(t.bitmaps[L7_BMI_LISTENER(3)]).empty());
+    EXPECT_EQ(bits(t.bitmaps[L7_BMI_METHOD(L7_M_GET)]), (std::set<uint32_t>{0, 1, 2, 3}));
+    EXPECT_EQ(bits(t.bitmaps[L7_BMI_METHOD(L7_M_POST)]), (std::set<uint32_t>{1, 2, 3}));
+    EXPECT_EQ(bits(t.bitmaps[L7_BMI_METHOD(L7_M_OTHER)]), (std::set<uint32_t>{1, 2, 3}));
+    EXPECT_TRUE(bits(t.bitmaps[L7_BMI_METHOD(L7_M_CONNECT)]).empty()) << "CONNECT is never routed";
+    EXPECT_EQ(bits(t.bitmaps[L7_BMI_HOST_ANY]), (std::set<uint32_t>{0, 2, 3}));
+    EXPECT_EQ(bits(t.bitmaps[L7_BMI_PATH_ANY]), (std::set<uint32_t>{2, 3}));
+    EXPECT_EQ(bits(t.bitmaps[L7_BMI_HDR_ANY(0)]), (std::set<uint32_t>{0, 1, 3}));
+    EXPECT_TRUE(bits(t.bitmaps[L7_BMI_HDR_PRESENT(0)]).empty());
+    EXPECT_TRUE(bits(t.bitmaps[L7_BMI_HDR_ANY(1)]).empty()) << "unused header slots stay empty";
+
+    ASSERT_EQ(t.strings.size(), 4u);
+    const l7_match_val* health = find_string(t, L7_MK_PATH_EXACT, 0, "/healthz");
+    ASSERT_NE(health, nullptr);
+    EXPECT_EQ(bits(health->routes), std::set<uint32_t>{0});
+    EXPECT_EQ(health->len, 8u);
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(health->str), 8), "/healthz");
+    for (size_t i = 8; i < L7_MAX_MATCH_STR; i++)
+        ASSERT_EQ(health->str[i], 0) << "zero-padded at " << i;
+    const l7_match_val* api = find_string(t, L7_MK_PATH_PREFIX, 5, "/api/");
+    ASSERT_NE(api, nullptr);
+    EXPECT_EQ(bits(api->routes), std::set<uint32_t>{1});
+    const l7_match_val* host = find_string(t, L7_MK_HOST_EXACT, 0, "api.example.com", true);
+    ASSERT_NE(host, nullptr);
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(host->str), host->len), "api.example.com");
+    const l7_match_val* canary = find_string(t, L7_MK_HDR_EXACT, 0, "1");
+    ASSERT_NE(canary, nullptr);
+    EXPECT_EQ(bits(canary->routes), std::set<uint32_t>{2});
+
+    ASSERT_EQ(t.routes.size(), 4u);
+    for (uint32_t i = 0; i < 4; i++) {
+        EXPECT_EQ(t.routes[i].flags, static_cast<uint32_t>(L7_RF_VALID | L7_RF_KERNEL));
+        EXPECT_EQ(t.routes[i].stats_id, i);
+    }
+    EXPECT_EQ(t.routes[0].n_targets, 1u);
+    EXPECT_EQ(t.routes[0].cluster[0], 0u);
+    EXPECT_EQ(t.routes[0].total_weight, 1u);
+    EXPECT_EQ(t.routes[0].cum_weight[0], 1u);
+    EXPECT_EQ(t.routes[2].n_targets, 2u);
+    EXPECT_EQ(t.routes[2].cluster[0], 0u);
+    EXPECT_EQ(t.routes[2].cluster[1], 1u);
+    EXPECT_EQ(t.routes[2].cum_weight[0], 90u);
+    EXPECT_EQ(t.routes[2].cum_weight[1], 100u);
+    EXPECT_EQ(t.routes[2].total_weight, 100u);
+
+    ASSERT_EQ(t.clusters.size(), 2u);
+    EXPECT_EQ(t.clusters[0].lb, L7_LB_ROUND_ROBIN);
+    EXPECT_EQ(t.clusters[0].n_endpoints, 2u);
+    EXPECT_EQ(t.clusters[0].first_endpoint, 0u);
+    EXPECT_EQ(t.clusters[1].lb, L7_LB_WEIGHTED);
+    EXPECT_EQ(t.clusters[1].n_endpoints, 2u);
+    EXPECT_EQ(t.clusters[1].first_endpoint, 2u);
+    EXPECT_EQ(t.clusters[1].total_weight, 4u);
+    ASSERT_EQ(t.endpoints.size(), 4u);
+    EXPECT_EQ(t.endpoints[2].weight, 3u);
+    EXPECT_EQ(t.endpoints[2].cum_weight, 3u);
+    EXPECT_EQ(t.endpoints[3].cum_weight, 4u);
+    std::string why;
+    EXPECT_EQ(t.endpoints[0].pool_id, pools.ids.at(*SocketAddress::parse("127.0.0.1:9001", &why)));
+    EXPECT_EQ(t.endpoints[3].pool_id, pools.ids.at(*SocketAddress::parse("127.0.0.1:9004", &why)));
+
+    ASSERT_EQ(t.listeners.size(), 3u);
+    const auto& [k4, v4] = t.listeners[0];
+    EXPECT_EQ(k4.ip[0], htonl(0x7f000001));
+    EXPECT_EQ(k4.ip[1] | k4.ip[2] | k4.ip[3], 0u);
+    EXPECT_EQ(k4.port, 8080u);
+    EXPECT_EQ(k4.family, AF_INET);
+    EXPECT_EQ(v4.id, 0u);
+    const auto& [k6, v6] = t.listeners[1];
+    EXPECT_EQ(k6.ip[0] | k6.ip[1] | k6.ip[2], 0u);
+    EXPECT_EQ(k6.ip[3], htonl(1));
+    EXPECT_EQ(k6.port, 8443u);
+    EXPECT_EQ(k6.family, AF_INET6);
+    EXPECT_EQ(v6.id, 1u);
+    const auto& [kw, vw] = t.listeners[2];
+    EXPECT_EQ(kw.ip[0] | kw.ip[1] | kw.ip[2] | kw.ip[3], 0u) << "wildcard: all-zero ip";
+    EXPECT_EQ(vw.id, 2u);
+}
+
+TEST(CompilerTables, MethodWithoutKernelClassIsOtherAndUser)
+{
+    const Policy p = load(route_block("purge", "method = [\"PURGE\", \"GET\"]"));
+    PoolIds pools;
+    const CompiledTables t = compile_policy(p, pools);
+    EXPECT_FALSE(t.placement[0].kernel);
+    EXPECT_EQ(t.placement[0].reason, "method PURGE has no kernel method class");
+    EXPECT_EQ(t.routes[0].flags, static_cast<uint32_t>(L7_RF_VALID));
+    EXPECT_EQ(bits(t.bitmaps[L7_BMI_METHOD(L7_M_OTHER)]), std::set<uint32_t>{0});
+    EXPECT_EQ(bits(t.bitmaps[L7_BMI_METHOD(L7_M_GET)]), std::set<uint32_t>{0});
+    EXPECT_TRUE(bits(t.bitmaps[L7_BMI_METHOD(L7_M_POST)]).empty());
+}
+
+TEST(CompilerTables, KernelMethodClasses)
+{
+    EXPECT_EQ(kernel_method_class("GET"), L7_M_GET);
+    EXPECT_EQ(kernel_method_class("TRACE"), L7_M_TRACE);
+    EXPECT_EQ(kernel_method_class("CONNECT"), L7_M_CONNECT);
+    EXPECT_EQ(kernel_method_class("get"), L7_M_OTHER);
+    EXPECT_EQ(kernel_method_class("GETS"), L7_M_OTHER);
+    EXPECT_EQ(kernel_method_class(""), L7_M_OTHER);
+}
+
+TEST(CompilerTables, OffloadFalseKeepsExactBitsButPlacesInUserSpace)
+{
+    const Policy p = load(route_block("slow", "path_exact = \"/slow\"", "offload = false\n"));
+    PoolIds pools;
+    const CompiledTables t = compile_policy(p, pools);
+    EXPECT_FALSE(t.placement[0].kernel);
+    EXPECT_EQ(t.placement[0].reason, "offload = false");
+    EXPECT_TRUE(bits(t.bitmaps[L7_BMI_PATH_ANY]).empty());
+    ASSERT_NE(find_string(t, L7_MK_PATH_EXACT, 0, "/slow"), nullptr);
+    EXPECT_TRUE(pools.ids.empty()) << "no pool is taken for clusters only user-space routes use";
+    EXPECT_EQ(t.clusters[0].n_endpoints, 0u);
+}
+
+TEST(CompilerTables, KernelDataplaneOffPlacesEverythingInUserSpace)
+{
+    Policy p = load(route_block("a", ""));
+    p.daemon.kernel_dataplane = false;
+    PoolIds pools;
+    const CompiledTables t = compile_policy(p, pools);
+    EXPECT_FALSE(t.placement[0].kernel);
+    EXPECT_EQ(t.placement[0].reason, "kernel_dataplane = false");
+}
+
+TEST(CompilerTables, LongStringsBecomeAnyAndUser)
+{
+    // hand-built: the loader refuses hosts longer than 253 bytes
+    Policy p = load(route_block("path", "path_exact = \"/" + std::string(256, 'p') + "\"") +
+                    route_block("prefix", "path_prefix = \"/" + std::string(300, 'q') + "\"") +
+                    route_block("host", "") +
+                    route_block("value", "headers = [ { name = \"x-v\", exact = \"" + std::string(257, 'v') + "\" } ]") +
+                    route_block("name", "headers = [ { name = \"x-" + std::string(63, 'n') + "\", present = true } ]") +
+                    route_block("fits", "path_exact = \"/" + std::string(255, 'p') + "\""));
+    p.routes[2].match.host = std::string(257, 'h');
+    PoolIds pools;
+    const CompiledTables t = compile_policy(p, pools);
+    EXPECT_EQ(t.placement[0].reason, "path longer than 256 bytes");
+    EXPECT_EQ(t.placement[1].reason, "path longer than 256 bytes");
+    EXPECT_EQ(t.placement[2].reason, "host longer than 256 bytes");
+    EXPECT_EQ(t.placement[3].reason, "header value longer than 256 bytes");
+    EXPECT_EQ(t.placement[4].reason, "header name longer than 64 bytes");
+    EXPECT_TRUE(t.placement[5].kernel) << t.placement[5].reason;
+    EXPECT_EQ(bits(t.bitmaps[L7_BMI_PATH_ANY]), (std::set<uint32_t>{0, 1, 2, 3, 4}));
+    EXPECT_EQ(bits(t.bitmaps[L7_BMI_HOST_ANY]), (std::set<uint32_t>{0, 1, 2, 3, 4, 5}));
+    EXPECT_EQ(t.meta.n_prefix_lens, 0u);
+    ASSERT_EQ(t.meta.n_match_hdrs, 1u) << "the 65-byte name has no slot";
+    EXPECT_EQ(bits(t.bitmaps[L7_BMI_HDR_PRESENT(0)]), std::set<uint32_t>{3})
+        << "an exact value too long to compare still requires the header";
+    EXPECT_EQ(bits(t.bitmaps[L7_BMI_HDR_ANY(0)]), (std::set<uint32_t>{0, 1, 2, 4, 5}));
+    EXPECT_EQ(t.strings.size(), 1u);
+}
+
+TEST(CompilerTables, SeventeenthPrefixLengthGoesToUserSpace)
+{
+    std::string routes;
+    for (int i = 0; i < 17; i++)
+        routes += route_block("p" + std::to_string(i), "path_prefix = \"/" + std::string(i, 'x') + "\"");
+    routes += route_block("again", "path_prefix = \"/yy\"");
+    PoolIds pools;
+    const CompiledTables t = compile_policy(load(routes), pools);
+    ASSERT_EQ(t.meta.n_prefix_lens, 16u);
+    for (uint32_t i = 0; i < 16; i++) {
+        EXPECT_EQ(t.meta.prefix_lens[i], i + 1);
+        EXPECT_TRUE(t.placement[i].kernel) << i;
+    }
+    EXPECT_EQ(t.placement[16].reason, "more than 16 distinct path-prefix lengths");
+    EXPECT_TRUE(t.placement[17].kernel) << "a length that has a slot";
+    EXPECT_EQ(bits(t.bitmaps[L7_BMI_PATH_ANY]), std::set<uint32_t>{16});
+}
+
+TEST(CompilerTables, SeventeenthHeaderNameGoesToUserSpace)
+{
+    std::string routes;
+    for (int i = 0; i < 17; i++)
+        routes += route_block("h" + std::to_string(i),
+                              "headers = [ { name = \"x-h" + std::to_string(i) + "\", present = true } ]");
+    PoolIds pools;
+    const CompiledTables t = compile_policy(load(routes), pools);
+    ASSERT_EQ(t.meta.n_match_hdrs, 16u);
+    EXPECT_EQ(t.placement[16].reason, "more than 16 distinct header names");
+    EXPECT_TRUE(t.placement[15].kernel);
+    for (uint32_t h = 0; h < 16; h++) {
+        EXPECT_EQ(bits(t.bitmaps[L7_BMI_HDR_PRESENT(h)]), std::set<uint32_t>{h});
+        std::set<uint32_t> others = range(0, 17);
+        others.erase(h);
+        EXPECT_EQ(bits(t.bitmaps[L7_BMI_HDR_ANY(h)]), others) << h;
+    }
+}
+
+TEST(CompilerTables, TargetLimits)
+{
+    std::string nine = "clusters = [";
+    std::string prelude_clusters;
+    for (int i = 0; i < 9; i++) {
+        prelude_clusters += "[[cluster]]\nname = \"c" + std::to_string(i) + "\"\nendpoints = [ { address = \"127.0.0.1:" +
+                            std::to_string(9100 + i) + "\" } ]\n";
+        nine += std::string(i ? ", " : "") + "{ name = \"c" + std::to_string(i) + "\", weight = 1 }";
+    }
+    nine += "]\n";
+    const Policy p = load(prelude_clusters + "[[route]]\nname = \"nine\"\n" + nine);
+    PoolIds pools;
+    const CompiledTables t = compile_policy(p, pools);
+    EXPECT_EQ(t.placement[0].reason, "more than 8 weighted clusters");
+    EXPECT_EQ(t.routes[0].n_targets, 0u);
+}
+
+TEST(CompilerTables, ClusterWithoutFreePoolGoesToUserSpace)
+{
+    const Policy p = load(route_block("a", "path_exact = \"/a\"") +
+                          "[[route]]\nname = \"b\"\ncluster = \"canary\"\n");
+    PoolIds pools;
+    std::string why;
+    pools.exhausted.insert(*SocketAddress::parse("127.0.0.1:9004", &why));
+    const CompiledTables t = compile_policy(p, pools);
+    EXPECT_TRUE(t.placement[0].kernel);
+    EXPECT_EQ(t.placement[1].reason, "no free upstream pool for 127.0.0.1:9004");
+    EXPECT_EQ(t.clusters[1].n_endpoints, 0u);
+}
+
+TEST(CompilerTables, ClustersAndEndpointsBeyondTheTables)
+{
+    Policy p = load(route_block("first", ""));
+    // 256 more clusters: the last one has index 257
+    for (int i = 0; i < 256; i++) {
+        Cluster c;
+        c.name = "extra" + std::to_string(i);
+        std::string why;
+        c.endpoints.push_back({*SocketAddress::parse("10.0.0.1:" + std::to_string(1000 + i), &why), 1});
+        p.clusters.push_back(c);
+    }
+    Route late = p.routes[0];
+    late.name = "late";
+    late.clusters = {{"extra255", 1}};
+    p.routes.push_back(late);
+    // a cluster with 1100 endpoints cannot fit L7_MAX_ENDPOINTS
+    Cluster big;
+    big.name = "big";
+    for (int i = 0; i < 1100; i++) {
+        std::string why;
+        big.endpoints.push_back({*SocketAddress::parse("10.1." + std::to_string(i / 250) + "." +
+                                                           std::to_string(i % 250 + 1) + ":80", &why), 1});
+    }
+    p.clusters[1] = big;
+    Route to_big = p.routes[0];
+    to_big.name = "to-big";
+    to_big.clusters = {{"big", 1}};
+    p.routes.push_back(to_big);
+    PoolIds pools;
+    const CompiledTables t = compile_policy(p, pools);
+    EXPECT_TRUE(t.placement[0].kernel) << t.placement[0].reason;
+    EXPECT_EQ(t.placement[1].reason, "cluster extra255 is beyond the first 256 clusters");
+    EXPECT_EQ(t.placement[2].reason, "cluster big has endpoints beyond the first 1024");
+    EXPECT_EQ(t.clusters.size(), 256u);
+}
+
+TEST(CompilerTables, MoreThan1024Routes)
+{
+    Policy p = load(route_block("r", "path_exact = \"/0\""));
+    for (int i = 1; i < 1100; i++) {
+        Route r = p.routes[0];
+        r.name = "r" + std::to_string(i);
+        r.match.path = "/" + std::to_string(i);
+        p.routes.push_back(r);
+    }
+    PoolIds pools;
+    const CompiledTables t = compile_policy(p, pools);
+    ASSERT_EQ(t.placement.size(), 1100u);
+    EXPECT_EQ(t.routes.size(), 1024u);
+    EXPECT_EQ(t.meta.n_routes, 1024u);
+    EXPECT_TRUE(t.placement[1022].kernel);
+    EXPECT_FALSE(t.placement[1023].kernel);
+    EXPECT_EQ(t.placement[1023].reason,
+              "the policy has more than 1024 routes: the kernel's last route stands for this and every later route");
+    EXPECT_EQ(t.placement[1024].reason, "beyond the first 1024 routes");
+    EXPECT_EQ(t.placement[1099].reason, "beyond the first 1024 routes");
+    // the stand-in admits every request no earlier route takes
+    EXPECT_EQ(bits(t.bitmaps[L7_BMI_PATH_ANY]), std::set<uint32_t>{1023});
+    EXPECT_EQ(bits(t.bitmaps[L7_BMI_METHOD(L7_M_OTHER)]), range(0, 1024));
+    EXPECT_EQ(bits(t.bitmaps[L7_BMI_LISTENER(0)]), range(0, 1024));
+    EXPECT_EQ(t.strings.size(), 1023u);
+}
+
+TEST(CompilerTables, StringTableCapacity)
+{
+    Policy p = load(route_block("r", "host = \"h0.example\"\npath_exact = \"/0\"\n"
+                                     "headers = [ { name = \"x-v\", exact = \"0\" } ]"));
+    for (int i = 1; i < 700; i++) {
+        Route r = p.routes[0];
+        r.name = "r" + std::to_string(i);
+        r.match.host = "h" + std::to_string(i) + ".example";
+        r.match.path = "/" + std::to_string(i);
+        r.match.headers[0].value = std::to_string(i);
+        p.routes.push_back(r);
+    }
+    PoolIds pools;
+    const CompiledTables t = compile_policy(p, pools);
+    EXPECT_EQ(t.strings.size(), kMaxMatchStrings);
+    // 682 routes * 3 strings = 2046; route 682 gets its host and path in, not its value
+    EXPECT_TRUE(t.placement[681].kernel);
+    EXPECT_EQ(t.placement[682].reason, "more than 2048 distinct string conditions");
+    EXPECT_EQ(bits(t.bitmaps[L7_BMI_HDR_PRESENT(0)]).count(682), 1u);
+    EXPECT_EQ(bits(t.bitmaps[L7_BMI_HOST_ANY]).count(683), 1u);
+    EXPECT_EQ(bits(t.bitmaps[L7_BMI_HOST_ANY]).count(681), 0u);
+}
+
+TEST(CompilerTables, ListenersBeyond64)
+{
+    Policy p = load(route_block("r", ""));
+    for (int i = 0; i < 64; i++) {
+        std::string why;
+        p.listeners.push_back({"l" + std::to_string(i), *SocketAddress::parse("127.0.1.1:" + std::to_string(2000 + i), &why), {}});
+    }
+    Route r = p.routes[0];
+    r.name = "late-listener";
+    r.listeners = {"l63"};  // index 66
+    p.routes.push_back(r);
+    PoolIds pools;
+    const CompiledTables t = compile_policy(p, pools);
+    EXPECT_EQ(t.listeners.size(), 64u);
+    ASSERT_EQ(t.listener_placement.size(), 67u);
+    EXPECT_TRUE(t.listener_placement[63].kernel);
+    EXPECT_EQ(t.listener_placement[64].reason, "beyond the first 64 listeners");
+    EXPECT_EQ(t.placement[1].reason, "its listeners are beyond the first 64");
+    for (uint32_t l = 0; l < 64; l++)
+        EXPECT_EQ(bits(t.bitmaps[L7_BMI_LISTENER(l)]), std::set<uint32_t>{0}) << l;
+}
+
+TEST(CompilerTables, CollisionsChangeTheSeed)
+{
+    const Policy p = load(route_block("a", "path_exact = \"/a\"") + route_block("b", "path_exact = \"/b\""));
+    PoolIds pools;
+    // collides under the first seed only
+    CompileOptions options;
+    options.string_hash = [](uint64_t seed, std::string_view s, bool lower) {
+        return seed == kSeed ? uint64_t{7} : l7fast_match_hash(seed, s.data(), static_cast<uint32_t>(s.size()), lower);
+    };
+    const CompiledTables t = compile(p, kSeed, pools.fn(), options);
+    EXPECT_NE(t.seed, kSeed);
+    EXPECT_EQ(t.meta.seed, t.seed);
+    ASSERT_EQ(t.notes.size(), 1u);
+    EXPECT_NE(t.notes[0].find("made 1 string conditions collide; recompiled with seed " + std::to_string(t.seed)),
+              std::string::npos)
+        << t.notes[0];
+    EXPECT_TRUE(t.placement[0].kernel);
+    EXPECT_TRUE(t.placement[1].kernel);
+    EXPECT_EQ(t.strings.size(), 2u);
+}
+
+TEST(CompilerTables, PersistentCollisionsGoToUserSpace)
+{
+    const Policy p = load(route_block("a", "path_exact = \"/a\"") + route_block("b", "path_exact = \"/b\"") +
+                          route_block("a-again", "path_exact = \"/a\""));
+    PoolIds pools;
+    CompileOptions options;
+    options.string_hash = [](uint64_t, std::string_view, bool) { return uint64_t{7}; };
+    options.seed_attempts = 3;
+    const CompiledTables t = compile(p, kSeed, pools.fn(), options);
+    ASSERT_EQ(t.notes.size(), 3u);
+    EXPECT_NE(t.notes[2].find("1 string conditions still collided"), std::string::npos) << t.notes[2];
+    EXPECT_TRUE(t.placement[0].kernel);
+    EXPECT_FALSE(t.placement[1].kernel);
+    EXPECT_NE(t.placement[1].reason.find("its condition /b collides with /a"), std::string::npos) << t.placement[1].reason;
+    EXPECT_TRUE(t.placement[2].kernel) << "the same string shares the entry";
+    EXPECT_EQ(bits(t.bitmaps[L7_BMI_PATH_ANY]), std::set<uint32_t>{1});
+    ASSERT_EQ(t.strings.size(), 1u);
+    EXPECT_EQ(bits(t.strings[0].second.routes), (std::set<uint32_t>{0, 2}));
+}
+
+TEST(CompilerTables, DeterministicForOneSeed)
+{
+    const Policy p = load(route_block("a", "host = \"a.example\"\npath_prefix = \"/x\"") + route_block("b", ""));
+    PoolIds pools1, pools2;
+    const CompiledTables a = compile(p, 1, pools1.fn());
+    const CompiledTables b = compile(p, 1, pools2.fn());
+    ASSERT_EQ(a.strings.size(), b.strings.size());
+    for (size_t i = 0; i < a.strings.size(); i++)
+        EXPECT_EQ(std::memcmp(&a.strings[i], &b.strings[i], sizeof(a.strings[i])), 0);
+    EXPECT_EQ(std::memcmp(a.bitmaps.data(), b.bitmaps.data(), a.bitmaps.size() * sizeof(l7_bitmap)), 0);
+    const CompiledTables c = compile(p, 2, pools1.fn());
+    EXPECT_NE(a.strings[0].first.hash, c.strings[0].first.hash) << "the seed keys the hash";
+}
+
+// The compiler hashes with l7_hash_str, the kernel with l7_hash_window over
+// request bytes: they must agree for every length, offset and case.
+TEST(CompilerTables, StringHashMatchesTheKernelWindowHash)
+{
+    std::mt19937_64 rng(42);
+    for (int i = 0; i < 2000; i++) {
+        const uint32_t len = static_cast<uint32_t>(rng() % (L7_MAX_MATCH_STR + 1));
+        const uint32_t off = static_cast<uint32_t>(rng() % 64);
+        std::string window(off + len + rng() % 16, '\0');
+        for (char& c : window)
+            c = static_cast<char>(rng() % 2 ? 'A' + rng() % 26 : rng() % 256);
+        const bool lower = rng() % 2;
+        const uint64_t seed = rng();
+        std::string s = window.substr(off, len);
+        if (lower)
+            for (char& c : s)
+                c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c;
+        ASSERT_EQ(l7fast_window_hash(window.data(), static_cast<uint32_t>(window.size()), off, len, seed, lower),
+                  l7fast_match_hash(seed, s.data(), len, 0))
+            << "len " << len << " off " << off;
+        uint8_t padded[L7_MAX_MATCH_STR] = {};
+        std::memcpy(padded, s.data(), len);
+        ASSERT_TRUE(l7fast_window_eq(window.data(), static_cast<uint32_t>(window.size()), off, len, padded, lower));
+    }
+}

@@ -1,0 +1,704 @@
+// Differential test: the kernel's matcher, emulated over CompiledTables
+// exactly as bpf/lib/match.h and l7_g_decide/l7_pick_pool (bpf/l7fast.bpf.c,
+// bpf/lib/select.h) use them, against Router on generated policies and
+// requests. Whenever the emulated kernel acts on a route itself, it must be
+// Router's route; when it finds no route, Router must find none; a hand-off
+// to the slow path may go anywhere (the slow path asks Router).
+#include <gtest/gtest.h>
+
+#include <sys/socket.h>
+
+#include <cstring>
+#include <functional>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "policy/KernelHash.h"
+#include "policy/PolicyCompiler.hpp"
+#include "policy/Router.hpp"
+
+using namespace l7fast::policy;
+
+namespace {
+
+constexpr uint64_t kTestSeed = 20261130;  // fixed: a failure reproduces
+constexpr uint16_t kNone = 0xffff;
+
+// ---- what the kernel parser leaves for the matcher (struct l7_msg) --------------
+
+struct ParsedHeader {
+    uint32_t name_off, name_len, val_off, val_len, name_hash;
+};
+
+struct ParsedRequest {
+    std::string window;  // the request head as received
+    uint16_t method = L7_M_OTHER;
+    uint32_t path_off = 0, path_len = 0;
+    uint16_t host_idx = kNone;
+    uint32_t host_len = 0;
+    std::vector<ParsedHeader> hdrs;
+};
+
+// l7_method_id
+uint16_t method_id(std::string_view m)
+{
+    static const char* const kNames[] = {"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE"};
+    static const uint16_t kIds[] = {L7_M_GET,   L7_M_HEAD,    L7_M_POST,    L7_M_PUT,  L7_M_DELETE,
+                                    L7_M_PATCH, L7_M_OPTIONS, L7_M_CONNECT, L7_M_TRACE};
+    for (size_t i = 0; i < std::size(kNames); i++)
+        if (m == kNames[i])
+            return kIds[i];
+    return L7_M_OTHER;
+}
+
+// l7_host_cb: the host ends at the first ':' outside an IPv6 literal
+uint32_t host_length(std::string_view v)
+{
+    int brackets = 0;
+    for (uint32_t i = 0; i < v.size(); i++) {
+        if (i == 0 && v[i] == '[')
+            brackets = 1;
+        if (v[i] == ']' && brackets == 1) {
+            brackets = 2;
+            continue;
+        }
+        if (v[i] == ':' && brackets != 1)
+            return i;
+    }
+    return static_cast<uint32_t>(v.size());
+}
+
+struct Request {
+    std::string method;
+    std::string target;
+    std::vector<std::pair<std::string, std::string>> headers;
+    uint32_t listener = 0;
+
+    std::string str() const
+    {
+        std::ostringstream os;
+        os << "listener " << listener << ": " << method << " " << target << "\n";
+        for (const auto& [n, v] : headers)
+            os << "    " << n << ": " << v << "\n";
+        return os.str();
+    }
+};
+
+ParsedRequest parse(const Request& rq)
+{
+    ParsedRequest p;
+    p.window = rq.method + " " + rq.target + " HTTP/1.1\r\n";
+    p.method = method_id(rq.method);
+    p.path_off = static_cast<uint32_t>(rq.method.size() + 1);
+    p.path_len = static_cast<uint32_t>(request_path(rq.target).size());
+    for (const auto& [name, value] : rq.headers) {
+        ParsedHeader h{};
+        h.name_off = static_cast<uint32_t>(p.window.size());
+        h.name_len = static_cast<uint32_t>(name.size());
+        p.window += name + ": ";
+        h.val_off = static_cast<uint32_t>(p.window.size());
+        h.val_len = static_cast<uint32_t>(value.size());
+        p.window += value + "\r\n";
+        h.name_hash = l7fast_header_name_hash(name.data(), h.name_len);
+        std::string lower_name = name;
+        for (char& c : lower_name)
+            c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c;
+        if (lower_name == "host" && p.host_idx == kNone) {
+            p.host_idx = static_cast<uint16_t>(p.hdrs.size());
+            p.host_len = host_length(value);
+        }
+        p.hdrs.push_back(h);
+    }
+    p.window += "\r\n";
+    return p;
+}
+
+// ---- the kernel matcher over CompiledTables -----------------------------------------
+
+using WindowHashFn = std::function<uint64_t(const std::string& window, uint32_t off, uint32_t len, uint64_t seed, bool lower)>;
+
+uint64_t kernel_window_hash(const std::string& w, uint32_t off, uint32_t len, uint64_t seed, bool lower)
+{
+    return l7fast_window_hash(w.data(), static_cast<uint32_t>(w.size()), off, len, seed, lower);
+}
+
+enum class Verdict { Kernel, NoRoute, SlowPath };
+
+struct Decision {
+    Verdict verdict;
+    int route = -1;
+    std::string why;
+};
+
+class KernelEmulator {
+public:
+    KernelEmulator(const CompiledTables& t, WindowHashFn hash) : t_(t), hash_(std::move(hash))
+    {
+        for (const auto& [k, v] : t.strings) {
+            EXPECT_EQ(k.gen, 0u);
+            const bool fresh = strings_.emplace(std::tuple{k.hash, k.kind, k.aux}, &v).second;
+            EXPECT_TRUE(fresh) << "two l7_match entries with one key: one would overwrite the other";
+        }
+    }
+
+    // l7_g_decide up to the pool claim
+    Decision decide(const ParsedRequest& rq, uint32_t listener_id) const
+    {
+        if (rq.method == L7_M_CONNECT)
+            return {Verdict::SlowPath, -1, "CONNECT"};
+        const int r = match(rq, listener_id);
+        if (r == -2)
+            return {Verdict::SlowPath, -1, "a match header appears twice"};
+        if (r < 0 || r >= static_cast<int>(t_.routes.size()) || !(t_.routes[r].flags & L7_RF_VALID))
+            return {Verdict::NoRoute, r, ""};
+        if (!(t_.routes[r].flags & L7_RF_KERNEL))
+            return {Verdict::SlowPath, r, "route placed in user space"};
+        return {Verdict::Kernel, r, ""};
+    }
+
+    // l7_pick_pool with the two random draws and the round-robin counter
+    long pick_pool(int r, uint32_t random1, uint32_t random2, uint64_t rr, uint32_t* cluster_out) const
+    {
+        const l7_route& route = t_.routes[r];
+        uint32_t ci = route.cluster[0];
+        if (route.n_targets > 1 && route.total_weight) {
+            const uint32_t x = random1 % route.total_weight;
+            for (uint32_t i = 0; i < L7_MAX_TARGETS && i < route.n_targets; i++) {
+                if (x < route.cum_weight[i]) {
+                    ci = route.cluster[i];
+                    break;
+                }
+            }
+        }
+        *cluster_out = ci;
+        if (ci >= t_.clusters.size())
+            return -1;
+        const l7_cluster& c = t_.clusters[ci];
+        if (!c.n_endpoints)
+            return -1;
+        uint32_t e = 0;
+        if (c.lb == L7_LB_WEIGHTED && c.total_weight) {
+            const uint32_t x = random2 % c.total_weight;
+            uint32_t lo = 0, hi = c.n_endpoints - 1u;
+            for (int i = 0; i < 11 && lo < hi; i++) {
+                const uint32_t mid = (lo + hi) / 2;
+                if (x < t_.endpoints.at(c.first_endpoint + mid).cum_weight)
+                    hi = mid;
+                else
+                    lo = mid + 1;
+            }
+            e = lo;
+        } else {
+            e = static_cast<uint32_t>(rr % c.n_endpoints);
+        }
+        return t_.endpoints.at(c.first_endpoint + e).pool_id;
+    }
+
+private:
+    using Bitmap = l7_bitmap;
+
+    const Bitmap& bm(uint32_t idx) const { return t_.bitmaps.at(idx); }
+    static void bm_and(Bitmap& d, const Bitmap& s)
+    {
+        for (int i = 0; i < L7_BM_WORDS; i++)
+            d.w[i] &= s.w[i];
+    }
+    static void bm_or(Bitmap& d, const Bitmap& s)
+    {
+        for (int i = 0; i < L7_BM_WORDS; i++)
+            d.w[i] |= s.w[i];
+    }
+    static int bm_first(const Bitmap& b)
+    {
+        for (int i = 0; i < L7_BM_WORDS; i++)
+            if (b.w[i])
+                return i * 64 + __builtin_ctzll(b.w[i]);
+        return -1;
+    }
+
+    // l7_g_or_str
+    void or_str(Bitmap& tmp, const ParsedRequest& rq, l7_match_kind kind, bool lower, uint16_t aux, uint32_t off,
+                uint32_t len) const
+    {
+        if (len > L7_MAX_MATCH_STR)
+            return;
+        const uint64_t h = hash_(rq.window, off, len, t_.meta.seed, lower);
+        auto it = strings_.find({h, static_cast<uint16_t>(kind), aux});
+        if (it == strings_.end())
+            return;
+        const l7_match_val& v = *it->second;
+        if (v.len != len ||
+            !l7fast_window_eq(rq.window.data(), static_cast<uint32_t>(rq.window.size()), off, len, v.str, lower))
+            return;
+        bm_or(tmp, v.routes);
+    }
+
+    // l7_hdr_name_eq: request name lower-cased, meta name as stored
+    static bool name_eq(const ParsedRequest& rq, const ParsedHeader& h, const uint8_t* name)
+    {
+        for (uint32_t i = 0; i < h.name_len; i++) {
+            char c = rq.window[h.name_off + i];
+            c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c;
+            if (static_cast<uint8_t>(c) != name[i])
+                return false;
+        }
+        return true;
+    }
+
+    // l7_match_route
+    int match(const ParsedRequest& rq, uint32_t listener_id) const
+    {
+        const l7_gen_meta& meta = t_.meta;
+        Bitmap acc = bm(L7_BMI_LISTENER(listener_id & (L7_MAX_LISTENERS - 1)));
+        bm_and(acc, bm(L7_BMI_METHOD(rq.method < L7_M_COUNT ? rq.method : uint16_t{L7_M_OTHER})));
+
+        if (meta.flags & L7_GMF_HOST) {
+            Bitmap tmp = bm(L7_BMI_HOST_ANY);
+            if (rq.host_idx != kNone)
+                or_str(tmp, rq, L7_MK_HOST_EXACT, true, 0, rq.hdrs[rq.host_idx].val_off, rq.host_len);
+            bm_and(acc, tmp);
+        }
+        if (meta.flags & L7_GMF_PATH) {
+            Bitmap tmp = bm(L7_BMI_PATH_ANY);
+            or_str(tmp, rq, L7_MK_PATH_EXACT, false, 0, rq.path_off, rq.path_len);
+            for (uint32_t i = 0; i < L7_MAX_PREFIX_LENS && i < meta.n_prefix_lens; i++) {
+                const uint32_t len = meta.prefix_lens[i];
+                if (len > rq.path_len)
+                    break;
+                or_str(tmp, rq, L7_MK_PATH_PREFIX, false, static_cast<uint16_t>(len), rq.path_off, len);
+            }
+            bm_and(acc, tmp);
+        }
+        if (meta.n_match_hdrs) {
+            uint16_t hdr_val[L7_MAX_MATCH_HDRS];
+            std::fill(std::begin(hdr_val), std::end(hdr_val), kNone);
+            bool dup = false;
+            for (uint32_t i = 0; i < rq.hdrs.size() && i < L7_MAX_HEADERS; i++) {
+                const ParsedHeader& h = rq.hdrs[i];
+                for (uint32_t j = 0; j < L7_MAX_MATCH_HDRS && j < meta.n_match_hdrs; j++) {
+                    if (static_cast<uint32_t>(meta.hdr_name_hash[j]) != h.name_hash ||
+                        meta.hdr_name_len[j] != h.name_len || !name_eq(rq, h, meta.hdr_name[j]))
+                        continue;
+                    if (hdr_val[j] != kNone)
+                        dup = true;
+                    hdr_val[j] = static_cast<uint16_t>(i);
+                }
+            }
+            if (dup)
+                return -2;
+            for (uint32_t j = 0; j < L7_MAX_MATCH_HDRS && j < meta.n_match_hdrs; j++) {
+                Bitmap tmp = bm(L7_BMI_HDR_ANY(j));
+                if (hdr_val[j] != kNone) {
+                    const ParsedHeader& h = rq.hdrs[hdr_val[j]];
+                    bm_or(tmp, bm(L7_BMI_HDR_PRESENT(j)));
+                    or_str(tmp, rq, L7_MK_HDR_EXACT, false, static_cast<uint16_t>(j), h.val_off, h.val_len);
+                }
+                bm_and(acc, tmp);
+            }
+        }
+        return bm_first(acc);
+    }
+
+    const CompiledTables& t_;
+    WindowHashFn hash_;
+    std::map<std::tuple<uint64_t, uint16_t, uint16_t>, const l7_match_val*> strings_;
+};
+
+// ---- generators -------------------------------------------------------------------
+
+class Generator {
+public:
+    explicit Generator(uint64_t seed) : rng_(seed) {}
+
+    uint32_t below(size_t n) { return static_cast<uint32_t>(rng_() % n); }
+    bool chance(double p) { return std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
+    template <class T>
+    const T& pick(const std::vector<T>& v) { return v[below(v.size())]; }
+    uint32_t u32() { return static_cast<uint32_t>(rng_()); }
+
+    std::string random_case(std::string s)
+    {
+        for (char& c : s)
+            if (chance(0.3))
+                c = (c >= 'a' && c <= 'z') ? static_cast<char>(c - 32) : c;
+        return s;
+    }
+
+    struct Shape {
+        size_t routes = 20;
+        bool many_prefix_lengths = false;
+        bool many_header_names = false;
+        double exhausted_pools = 0;
+        bool unique_paths = false;  // every route matches one path of its own
+    };
+
+    Policy policy(const Shape& shape)
+    {
+        Policy p;
+        const uint32_t n_listeners = 1 + below(3);
+        for (uint32_t i = 0; i < n_listeners; i++)
+            p.listeners.push_back({"l" + std::to_string(i), address("127.0.0.1", 8000 + i), {}});
+        const uint32_t n_clusters = 1 + below(4);
+        for (uint32_t i = 0; i < n_clusters; i++) {
+            Cluster c;
+            c.name = "c" + std::to_string(i);
+            c.lb = chance(0.5) ? LbPolicy::Weighted : LbPolicy::RoundRobin;
+            const uint32_t n = 1 + below(3);
+            for (uint32_t e = 0; e < n; e++)
+                c.endpoints.push_back({address("127.0.0.2", 9000 + 10 * i + e), c.lb == LbPolicy::Weighted ? below(4) : 1});
+            if (c.lb == LbPolicy::Weighted)
+                c.endpoints[0].weight += 1;
+            p.clusters.push_back(c);
+        }
+        for (size_t r = 0; r < shape.routes; r++)
+            p.routes.push_back(route(p, r, shape));
+        return p;
+    }
+
+    Request request(const Policy& p)
+    {
+        Request rq;
+        rq.listener = below(p.listeners.size());
+        rq.method = pick(kRequestMethods);
+        rq.target = pick(kPaths) + pick(kSuffixes);
+        if (chance(0.8))
+            rq.headers.push_back({random_case("host"), request_host_value(pick(kHosts))});
+        if (!p.routes.empty() && chance(0.7))
+            aim_at(p.routes[below(p.routes.size())], p, rq);
+        const uint32_t extra = below(4);
+        for (uint32_t i = 0; i < extra; i++)
+            rq.headers.push_back({random_case(pick(header_names_)), pick(kValues)});
+        if (!rq.headers.empty() && chance(0.1))  // a duplicated field line
+            rq.headers.push_back(rq.headers[below(rq.headers.size())]);
+        std::shuffle(rq.headers.begin(), rq.headers.end(), rng_);
+        return rq;
+    }
+
+private:
+    static SocketAddress address(const std::string& ip, uint16_t port)
+    {
+        std::string why;
+        return *SocketAddress::parse(ip + ":" + std::to_string(port), &why);
+    }
+
+    std::string request_host_value(const std::string& host)
+    {
+        std::string v = random_case(host);
+        if (chance(0.3))
+            v += ":" + std::to_string(1 + below(65535));
+        return v;
+    }
+
+    Route route(const Policy& p, size_t index, const Shape& shape)
+    {
+        Route r;
+        r.name = "r" + std::to_string(index);
+        if (chance(0.2)) {
+            for (const Listener& l : p.listeners)
+                if (chance(0.5))
+                    r.listeners.push_back(l.name);
+            if (r.listeners.empty())
+                r.listeners.push_back(p.listeners[0].name);
+        }
+        if (chance(0.5)) {
+            const uint32_t n = 1 + below(3);
+            for (uint32_t i = 0; i < n; i++) {
+                const std::string& m = pick(kRouteMethods);
+                if (std::find(r.match.methods.begin(), r.match.methods.end(), m) == r.match.methods.end())
+                    r.match.methods.push_back(m);
+            }
+        }
+        if (chance(0.35))
+            r.match.host = pick(kHosts);
+        if (shape.unique_paths) {
+            r.match.path_kind = PathMatch::Exact;
+            r.match.path = "/u/" + std::to_string(index);
+        } else if (chance(shape.many_prefix_lengths ? 0.9 : 0.6)) {
+            if (chance(shape.many_prefix_lengths ? 0.1 : 0.4)) {
+                r.match.path_kind = PathMatch::Exact;
+                r.match.path = pick(kPaths);
+            } else {
+                r.match.path_kind = PathMatch::Prefix;
+                r.match.path = shape.many_prefix_lengths && chance(0.8) ? "/p" + std::string(below(60), 'x')
+                                                                        : pick(kPrefixes);
+            }
+        }
+        if (chance(0.4)) {
+            const uint32_t n = 1 + below(3);
+            for (uint32_t i = 0; i < n; i++) {
+                HeaderCondition c;
+                c.name = shape.many_header_names && chance(0.6) ? "h" + std::to_string(below(24)) : pick(kMatchNames);
+                c.name = to_lower(c.name);
+                if (std::any_of(r.match.headers.begin(), r.match.headers.end(),
+                                [&](const HeaderCondition& x) { return x.name == c.name; }))
+                    continue;
+                if (std::find(header_names_.begin(), header_names_.end(), c.name) == header_names_.end())
+                    header_names_.push_back(c.name);
+                c.kind = chance(0.5) ? HeaderCondition::Kind::Present : HeaderCondition::Kind::Exact;
+                if (c.kind == HeaderCondition::Kind::Exact)
+                    c.value = pick(kValues);
+                r.match.headers.push_back(c);
+            }
+        }
+        r.offload = !chance(0.1);
+        const uint32_t targets = chance(0.05) ? 9 : chance(0.3) ? 2 + below(2) : 1;
+        for (uint32_t i = 0; i < targets; i++) {
+            const std::string& name = p.clusters[below(p.clusters.size())].name;
+            if (std::none_of(r.clusters.begin(), r.clusters.end(), [&](const WeightedCluster& w) { return w.cluster == name; }))
+                r.clusters.push_back({name, targets == 1 ? 1u : below(5)});
+        }
+        r.clusters[0].weight += r.clusters.size() > 1 ? 1 : 0;
+        return r;
+    }
+
+    // Makes the request satisfy (most of) a route's conditions.
+    void aim_at(const Route& r, const Policy& p, Request& rq)
+    {
+        if (!r.listeners.empty() && chance(0.9))
+            for (uint32_t i = 0; i < p.listeners.size(); i++)
+                if (p.listeners[i].name == r.listeners[0])
+                    rq.listener = i;
+        if (!r.match.methods.empty() && chance(0.9))
+            rq.method = pick(r.match.methods);
+        if (r.match.host && chance(0.9)) {
+            rq.headers.erase(std::remove_if(rq.headers.begin(), rq.headers.end(),
+                                            [](const auto& h) { return to_lower(h.first) == "host"; }),
+                             rq.headers.end());
+            rq.headers.push_back({random_case("Host"), request_host_value(*r.match.host)});
+        }
+        if (r.match.path_kind != PathMatch::Any && chance(0.9))
+            rq.target = r.match.path + (r.match.path_kind == PathMatch::Prefix ? pick(kSuffixes) : "") +
+                        (chance(0.3) ? "?q=" + std::to_string(below(10)) : "");
+        for (const HeaderCondition& c : r.match.headers) {
+            if (!chance(0.9))
+                continue;
+            const std::string name = random_case(c.name);
+            if (c.kind == HeaderCondition::Kind::Present) {
+                rq.headers.push_back({name, pick(kValues)});
+            } else if (c.value == "a, b" && chance(0.5)) {
+                rq.headers.push_back({name, "a"});  // two field lines that combine to the value
+                rq.headers.push_back({random_case(c.name), "b"});
+            } else {
+                rq.headers.push_back({name, c.value});
+            }
+        }
+    }
+
+    static std::string to_lower(std::string s)
+    {
+        for (char& c : s)
+            c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c;
+        return s;
+    }
+
+    inline static const std::vector<std::string> kRouteMethods{"GET",   "HEAD",  "POST", "PUT",  "DELETE", "PATCH",
+                                                               "OPTIONS", "TRACE", "PURGE", "BREW", "M-SEARCH"};
+    inline static const std::vector<std::string> kRequestMethods{"GET",   "HEAD",  "POST",  "PUT",     "DELETE",
+                                                                 "PATCH", "OPTIONS", "TRACE", "PURGE", "BREW",
+                                                                 "CONNECT", "get",  "GETS", "M-SEARCH"};
+    inline static const std::vector<std::string> kHosts{"a.example", "b.example", "api.example.com", "[::1]",
+                                                        "10.0.0.1",  std::string(257, 'h') + ".example"};
+    inline static const std::vector<std::string> kPaths{"/",       "/a",      "/a/b",   "/api",
+                                                        "/api/",   "/api/v1", "/healthz", "/static/x.css",
+                                                        "/" + std::string(300, 'y'), "/p" + std::string(7, 'x')};
+    inline static const std::vector<std::string> kPrefixes{"/",      "/a",       "/api",   "/api/",
+                                                           "/api/v1/", "/static/", "/" + std::string(300, 'y')};
+    inline static const std::vector<std::string> kSuffixes{"", "", "/", "x", "/v1/users", "?q=1", "?", "1/x"};
+    inline static const std::vector<std::string> kMatchNames{"x-a", "x-b", "X-C", "accept", "x-" + std::string(63, 'n')};
+    inline static const std::vector<std::string> kValues{"1", "2", "", "a, b", "a", "b", std::string(300, 'v')};
+
+    std::mt19937_64 rng_;
+    std::vector<std::string> header_names_{"x-a", "x-b", "x-c", "accept", "user-agent"};
+};
+
+std::string describe(const Policy& p, const CompiledTables& t, size_t focus)
+{
+    std::ostringstream os;
+    const size_t from = focus > 3 ? focus - 3 : 0;
+    for (size_t i = from; i < p.routes.size() && i < focus + 3; i++) {
+        const Route& r = p.routes[i];
+        const RouteMatch& m = r.match;
+        os << "  route " << i << (t.placement[i].kernel ? " [kernel]" : " [user: " + t.placement[i].reason + "]");
+        for (const auto& l : r.listeners)
+            os << " listener=" << l;
+        for (const auto& x : m.methods)
+            os << " method=" << x;
+        if (m.host)
+            os << " host=" << m.host->substr(0, 40);
+        if (m.path_kind != PathMatch::Any)
+            os << (m.path_kind == PathMatch::Exact ? " path_exact=" : " path_prefix=") << m.path.substr(0, 40);
+        for (const auto& h : m.headers)
+            os << " hdr " << h.name.substr(0, 20)
+               << (h.kind == HeaderCondition::Kind::Present ? " present" : " = \"" + h.value.substr(0, 20) + "\"");
+        os << "\n";
+    }
+    return os.str();
+}
+
+struct Tally {
+    size_t kernel = 0, no_route = 0, slow = 0;
+    size_t slow_beyond_kernel_routes = 0;  // slow path, Router picks a route the kernel has no bit for
+};
+
+// Checks every request against one policy; returns false after the first
+// disagreement (reported through gtest with the case).
+bool check_policy(const Policy& policy, const CompiledTables& t, const WindowHashFn& hash, const PoolIdFn& pool_id,
+                  Generator& gen, size_t requests, Tally& tally)
+{
+    const Router router(policy);
+    const KernelEmulator kernel(t, hash);
+    for (size_t n = 0; n < requests; n++) {
+        const Request rq = gen.request(policy);
+        std::vector<HeaderField> fields;
+        for (const auto& [name, value] : rq.headers)
+            fields.push_back({name, value});
+        const std::optional<uint32_t> expected = router.route({rq.method, rq.target, fields, rq.listener});
+        const Decision d = kernel.decide(parse(rq), rq.listener);
+        switch (d.verdict) {
+        case Verdict::SlowPath:
+            tally.slow++;
+            tally.slow_beyond_kernel_routes += expected && *expected >= L7_MAX_ROUTES;
+            break;
+        case Verdict::NoRoute:
+            tally.no_route++;
+            if (expected) {
+                ADD_FAILURE() << "kernel: no route; Router: route " << *expected << "\nrequest " << rq.str()
+                              << "policy near it:\n" << describe(policy, t, *expected);
+                return false;
+            }
+            break;
+        case Verdict::Kernel: {
+            tally.kernel++;
+            if (!expected || static_cast<int>(*expected) != d.route) {
+                ADD_FAILURE() << "kernel: route " << d.route << "; Router: "
+                              << (expected ? "route " + std::to_string(*expected) : "no route") << "\nrequest "
+                              << rq.str() << "policy near it:\n" << describe(policy, t, d.route);
+                return false;
+            }
+            // the same upstream for the same random draws
+            const Route& route = policy.routes[d.route];
+            for (int draw = 0; draw < 4; draw++) {
+                const uint32_t r1 = gen.u32(), r2 = gen.u32();
+                const uint64_t rr = gen.u32();
+                uint32_t kernel_cluster = 0;
+                const long pool = kernel.pick_pool(d.route, r1, r2, rr, &kernel_cluster);
+                const Cluster* c = policy.find_cluster(route.clusters[*Router::choose_cluster(route, r1)].cluster);
+                const size_t e = *Router::choose_endpoint(*c, rr, r2);
+                const auto expected_pool = pool_id(c->endpoints[e].address);
+                if (kernel_cluster != static_cast<uint32_t>(c - policy.clusters.data()) || !expected_pool ||
+                    pool != static_cast<long>(*expected_pool)) {
+                    ADD_FAILURE() << "route " << d.route << ": kernel picks cluster " << kernel_cluster << " pool "
+                                  << pool << ", Router cluster " << c->name << " endpoint " << e << " (draws " << r1
+                                  << ", " << r2 << ", rr " << rr << ")";
+                    return false;
+                }
+            }
+            break;
+        }
+        }
+    }
+    return true;
+}
+
+struct Pools {
+    std::map<SocketAddress, uint32_t> ids;
+    double exhausted = 0;  // share of addresses without a pool
+    PoolIdFn fn()
+    {
+        return [this](const SocketAddress& a) -> std::optional<uint32_t> {
+            // deterministic per address: the same answer every time it is asked
+            if (exhausted > 0 && (a.port * 2654435761u) % 1000 < exhausted * 1000)
+                return std::nullopt;
+            return ids.emplace(a, static_cast<uint32_t>(ids.size())).first->second;
+        };
+    }
+};
+
+// How often each outcome must occur for a run to be worth something.
+struct Coverage {
+    double kernel = 0.05, no_route = 0.01, slow = 0.02;
+};
+
+void run(const char* label, uint64_t seed, size_t policies, size_t requests, Generator::Shape shape,
+         const CompileOptions& options, const WindowHashFn& hash, size_t max_routes, Coverage coverage = {})
+{
+    Generator gen(seed);
+    Tally tally;
+    size_t user_routes = 0, routes = 0;
+    for (size_t i = 0; i < policies; i++) {
+        Generator::Shape s = shape;
+        s.routes = shape.routes + gen.below(max_routes - shape.routes + 1);
+        const Policy p = gen.policy(s);
+        Pools pools;
+        pools.exhausted = shape.exhausted_pools;
+        const CompiledTables t = compile(p, seed + i, pools.fn(), options);
+        for (const RoutePlacement& pl : t.placement) {
+            routes++;
+            user_routes += !pl.kernel;
+        }
+        if (!check_policy(p, t, hash, pools.fn(), gen, requests, tally)) {
+            ADD_FAILURE() << label << ": policy " << i << " of run seed " << seed;
+            return;
+        }
+    }
+    std::printf("%s: %zu requests: %zu kernel, %zu no route, %zu slow path; %zu of %zu routes in user space\n", label,
+                tally.kernel + tally.no_route + tally.slow, tally.kernel, tally.no_route, tally.slow, user_routes,
+                routes);
+    const double total = static_cast<double>(policies * requests);
+    EXPECT_GE(tally.kernel, coverage.kernel * total) << label;
+    EXPECT_GE(tally.no_route, coverage.no_route * total) << label;
+    EXPECT_GE(tally.slow, coverage.slow * total) << label;
+    if (shape.routes > L7_MAX_ROUTES) {
+        // the last kernel route stands in for the rest: "no route" cannot
+        // happen, and the slow path must see the routes beyond
+        EXPECT_EQ(tally.no_route, 0u) << label;
+        EXPECT_GT(tally.slow_beyond_kernel_routes, 0u) << label;
+    }
+}
+
+}  // namespace
+
+TEST(CompilerDifferential, SmallPolicies)
+{
+    run("small", kTestSeed, 300, 300, {.routes = 1}, {}, kernel_window_hash, 40);
+}
+
+TEST(CompilerDifferential, ManyPrefixLengthsAndHeaderNames)
+{
+    run("limits", kTestSeed + 1, 150, 300,
+        {.routes = 20, .many_prefix_lengths = true, .many_header_names = true}, {}, kernel_window_hash, 80,
+        {.no_route = 0.0005});
+}
+
+TEST(CompilerDifferential, ExhaustedPools)
+{
+    run("pools", kTestSeed + 2, 100, 300, {.routes = 5, .exhausted_pools = 0.3}, {}, kernel_window_hash, 30);
+}
+
+TEST(CompilerDifferential, MoreRoutesThanTheKernelHas)
+{
+    run("overflow", kTestSeed + 3, 4, 3000, {.routes = 1030, .unique_paths = true}, {}, kernel_window_hash,
+        1100, {.no_route = 0});
+}
+
+// A hash that collides all the time: the compiler must stay sound when it
+// gives up on seeds.
+TEST(CompilerDifferential, CollidingHash)
+{
+    auto weak = [](uint64_t, std::string_view s, bool lower) {
+        uint64_t h = s.size() % 3;
+        for (char c : s)
+            h += static_cast<uint8_t>(lower && c >= 'A' && c <= 'Z' ? c + 32 : c) % 2;
+        return h;
+    };
+    CompileOptions options;
+    options.string_hash = weak;
+    const WindowHashFn window_hash = [weak](const std::string& w, uint32_t off, uint32_t len, uint64_t seed, bool lower) {
+        return weak(seed, std::string_view(w).substr(off, len), lower);
+    };
+    run("collisions", kTestSeed + 4, 150, 300, {.routes = 5}, options, window_hash, 40, {.no_route = 0.005});
+}

@@ -29,6 +29,7 @@
 /* Load-time specialisation, set by the daemon through the skeleton. */
 const volatile __u32 cfg_max_cork = 8;       /* header-block re-runs per message */
 const volatile __u32 cfg_piece_max = 65536;  /* largest strparser message */
+const volatile __u32 cfg_trace = 0;          /* decision traces to the daemon */
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -43,8 +44,31 @@ static __always_inline void l7_event(__u32 type, __u32 slot, const struct l7_con
 	e->type = type;
 	e->slot = slot;
 	__builtin_memcpy(&e->conn, k, sizeof(e->conn));
+	e->arg[0] = 0;
+	e->arg[1] = 0;
 	bpf_ringbuf_submit(e, 0);
 }
+
+static __always_inline void l7_trace_ev(__u32 code, const struct l7_conn_key *k, __u64 a, __u64 b)
+{
+	struct l7_event *e = bpf_ringbuf_reserve(&l7_events, sizeof(*e), 0);
+
+	if (!e)
+		return;
+	e->type = L7_EV_TRACE;
+	e->slot = code;
+	__builtin_memcpy(&e->conn, k, sizeof(e->conn));
+	e->arg[0] = a;
+	e->arg[1] = b;
+	bpf_ringbuf_submit(e, 0);
+}
+
+/* compiled out unless the daemon runs with --trace */
+#define L7_TRACE(code, key, a, b)                        \
+	do {                                             \
+		if (cfg_trace)                           \
+			l7_trace_ev(code, key, a, b);    \
+	} while (0)
 
 static __always_inline int l7_to_user(struct l7_conn *c, __u32 reason)
 {
@@ -302,8 +326,14 @@ static __always_inline void l7_kernel_accounted(struct l7_conn *c, struct l7_dec
 	l7_count(L7_C_REQ_KERNEL);
 }
 
-static __always_inline void l7_slot_kill(struct l7_slot *slot, __u32 id,
-					 const struct l7_conn_key *k)
+#define l7_slot_kill(slot, id, k)                                     \
+	do {                                                          \
+		L7_TRACE(L7_T_KILL, k, id, __LINE__);                 \
+		l7_slot_kill_(slot, id, k);                           \
+	} while (0)
+
+static __always_inline void l7_slot_kill_(struct l7_slot *slot, __u32 id,
+					  const struct l7_conn_key *k)
 {
 	slot->state = L7_SLOT_DEAD;
 	l7_event(L7_EV_SLOT_DEAD, id, k);
@@ -356,6 +386,7 @@ static __always_inline int l7_req_msg_decided(struct sk_msg_md *msg, struct l7_s
 	struct l7_slot *slot;
 	int ingress, v;
 
+	L7_TRACE(L7_T_REQ, key, d->kind, d->reason);
 	if (d->kind == L7_D_MORE) {
 		if (d->reason == L7_R_INCOMPLETE && size < L7_SCRATCH_SIZE &&
 		    c->cork_count < cfg_max_cork) {
@@ -406,6 +437,7 @@ static __always_inline int l7_req_msg_decided(struct sk_msg_md *msg, struct l7_s
 			v = bpf_msg_redirect_hash(msg, &l7_sk_backend, &d->slot, BPF_F_INGRESS);
 		else
 			v = bpf_msg_redirect_hash(msg, &l7_sk_upstream, &d->slot, 0);
+		L7_TRACE(L7_T_REQ_REDIRECT, key, d->slot, ((__u64)ingress << 32) | (__u32)v);
 		if (v == SK_PASS) {
 			if (!ingress && (slot->flags & L7_SF_BACKEND_LOCAL))
 				l7_count(L7_C_BUDGET_TCP);
@@ -674,6 +706,7 @@ int l7_resp_msg(struct sk_msg_md *msg)
 	l7_resp_step_msg(msg, slot, s, size, &o);
 	if (s)
 		l7_scratch_put(s);
+	L7_TRACE(L7_T_RESP, &slot->client, o.outcome, o.pos | ((__u64)o.done << 32));
 
 	switch (o.outcome) {
 	case L7_O_CORK:
@@ -690,6 +723,7 @@ int l7_resp_msg(struct sk_msg_md *msg)
 		return SK_PASS;
 	}
 	v = l7_resp_redirect_msg(msg, slot, o.pos);
+	L7_TRACE(L7_T_RESP_REDIRECT, &slot->client, (__u32)v, o.pos);
 	if (v != SK_PASS) {
 		/* the client is gone: the daemon drains and closes this socket */
 		l7_slot_kill(slot, id, &slot->client);
@@ -919,4 +953,32 @@ int l7_req_verdict(struct __sk_buff *skb)
 		v = l7_req_skb_decided(skb, &s->dec, c, &key, cfg, len);
 	l7_scratch_put(s);
 	return v;
+}
+
+/* ---- daemon control (BPF_PROG_TYPE_SYSCALL, run with BPF_PROG_TEST_RUN) ---- */
+
+SEC("syscall")
+int l7_ctl(struct l7_ctl_args *a)
+{
+	struct l7_conn_key key;
+	struct l7_conn *c;
+
+	/* map helpers take keys from the stack, not from the context */
+	__builtin_memcpy(&key, &a->key, sizeof(key));
+	c = bpf_map_lookup_elem(&l7_conns, &key);
+
+	if (!c) {
+		a->result = -2; /* ENOENT */
+		return 0;
+	}
+	switch (a->op) {
+	case L7_CTL_CLEAR_OUTSTANDING:
+		c->k_outstanding = 0;
+		break;
+	case L7_CTL_SET_MODE_USER:
+		c->mode = L7_MODE_USER;
+		break;
+	}
+	a->result = 0;
+	return 0;
 }

@@ -64,6 +64,9 @@ static inline long l7_native_loop(__u32 n, l7_loop_fn cb, void *ctx)
 #endif
 #define L7_WS_MASK (L7_WS_BUF - 1)
 #define L7_WINDOW_SLACK 16
+/* zero a struct in C, C++ and BPF alike (no designated initialisers: C++
+ * wants them complete and in order) */
+#define L7_ZERO(x) __builtin_memset(&(x), 0, sizeof(x))
 #define L7_WMASK(c) ((__u32)L7_WS_MASK)
 
 /* A byte window: `buf` holds `len` valid bytes and L7_WS_BUF + L7_WINDOW_SLACK
@@ -191,7 +194,7 @@ L7_INLINE __u64 l7_str_word(const struct l7_strscan *c, __u32 i)
 
 L7_CALLBACK long l7_hash_cb(__u32 i, void *ctx)
 {
-	struct l7_strscan *c = ctx;
+	struct l7_strscan *c = (struct l7_strscan *)ctx;
 
 	if (i * 8 >= c->len)
 		return 1;
@@ -204,16 +207,21 @@ L7_CALLBACK long l7_hash_cb(__u32 i, void *ctx)
 L7_INLINE __u64 l7_hash_window(const struct l7_window *w, __u32 off, __u32 len, __u64 seed,
 			       int lower)
 {
-	struct l7_strscan c = { .w = *w, .off = off, .len = len, .lower = lower,
-				.h = l7_hash_init(seed) };
+	struct l7_strscan c;
 
+	L7_ZERO(c);
+	c.w = *w;
+	c.h = l7_hash_init(seed);
+	c.off = off;
+	c.len = len;
+	c.lower = (__u32)lower;
 	L7_LOOP(L7_STR_WORDS, l7_hash_cb, &c);
 	return l7_hash_final(c.h, len);
 }
 
 L7_CALLBACK long l7_eq_cb(__u32 i, void *ctx)
 {
-	struct l7_strscan *c = ctx;
+	struct l7_strscan *c = (struct l7_strscan *)ctx;
 	__u64 y;
 
 	if (i * 8 >= c->len)
@@ -237,8 +245,14 @@ L7_CALLBACK long l7_eq_cb(__u32 i, void *ctx)
 L7_INLINE int l7_window_eq(const struct l7_window *w, __u32 off, __u32 len, const __u8 *str,
 			   int lower)
 {
-	struct l7_strscan c = { .w = *w, .off = off, .len = len, .lower = lower, .str = str };
+	struct l7_strscan c;
 
+	L7_ZERO(c);
+	c.w = *w;
+	c.str = str;
+	c.off = off;
+	c.len = len;
+	c.lower = (__u32)lower;
 	L7_LOOP(L7_STR_WORDS, l7_eq_cb, &c);
 	return !c.diff;
 }

@@ -138,8 +138,11 @@ struct l7_wsref {
 
 L7_INLINE struct l7_window l7_ws_window(const struct l7_ws *ws)
 {
-	struct l7_window w = { .buf = ws->buf, .len = ws->len };
+	struct l7_window w;
 
+	L7_ZERO(w);
+	w.buf = ws->buf;
+	w.len = ws->len;
 	return w;
 }
 

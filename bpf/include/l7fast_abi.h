@@ -360,18 +360,46 @@ enum l7_counter {
 	L7_C_COUNT = L7_C_REASON_BASE + L7_R_COUNT,
 };
 
+/* ---- daemon -> data plane updates (BPF_PROG_TYPE_SYSCALL l7_ctl) -------- */
+
+/* Field updates of entries the programs also write, done in the kernel with
+ * single stores so a daemon update never rewrites (and reverts) a whole
+ * value the programs changed meanwhile. */
+enum l7_ctl_op {
+	L7_CTL_CLEAR_OUTSTANDING = 1, /* l7_conns[key].k_outstanding = 0 */
+	L7_CTL_SET_MODE_USER = 2,     /* l7_conns[key].mode = L7_MODE_USER */
+};
+
+struct l7_ctl_args {
+	__u32 op;
+	__s32 result;  /* 0, or -ENOENT */
+	struct l7_conn_key key;
+	__u64 value;
+};
+
 /* ---- events to the daemon (l7_events ring buffer) ------------------------ */
 
 enum l7_event_type {
 	L7_EV_CLOSE_CLIENT = 1, /* response complete and the connection must close */
 	L7_EV_RELAY = 2,        /* a response was handed to the daemon (slot) */
 	L7_EV_SLOT_DEAD = 3,    /* redirect to a pooled socket failed (slot) */
+	L7_EV_TRACE = 4,        /* decision trace (cfg_trace): code, args */
+};
+
+/* trace points (L7_EV_TRACE: slot = code, arg[0..1] as listed) */
+enum l7_trace_code {
+	L7_T_REQ = 1,          /* request decided: decision kind, reason */
+	L7_T_REQ_REDIRECT = 2, /* request redirected: slot, ingress */
+	L7_T_RESP = 3,         /* response step: outcome, pos | done << 32 */
+	L7_T_RESP_REDIRECT = 4,/* response redirect: verdict, bytes */
+	L7_T_KILL = 5,         /* slot killed: slot, reason line */
 };
 
 struct l7_event {
 	__u32 type;
 	__u32 slot;
 	struct l7_conn_key conn;
+	__u64 arg[2];
 };
 
 #endif /* L7FAST_ABI_H */

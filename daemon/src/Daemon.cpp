@@ -1,0 +1,548 @@
+#include "Daemon.hpp"
+
+#include <systemd/sd-daemon.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <sstream>
+
+#include "common/Log.hpp"
+#if __has_include("control/DbusService.hpp")
+#include "control/DbusService.hpp"
+#define L7FAST_HAVE_DBUS 1
+#else
+namespace l7fast::control {
+class DbusService {};
+}  // namespace l7fast::control
+#endif
+#include "policy/PolicyCompiler.hpp"
+#include "policy/PolicyLoader.hpp"
+#include "policy/Router.hpp"
+#include "proxy/ProxyServer.hpp"
+
+namespace l7fast {
+
+extern const char* const kDefaultPolicy;  // packaging/policy.toml, embedded
+
+namespace {
+
+constexpr auto kTickInterval = std::chrono::milliseconds(500);
+constexpr const char* kEmbeddedName = "<embedded default policy>";
+
+uint64_t random_seed()
+{
+    std::random_device rd;
+    return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+}
+
+std::string describe_match(const policy::RouteMatch& m)
+{
+    std::ostringstream os;
+    const char* sep = "";
+    if (!m.methods.empty()) {
+        os << "method=";
+        for (size_t i = 0; i < m.methods.size(); i++)
+            os << (i ? "|" : "") << m.methods[i];
+        sep = " ";
+    }
+    if (m.host) {
+        os << sep << "host=" << *m.host;
+        sep = " ";
+    }
+    if (m.path_kind == policy::PathMatch::Exact) {
+        os << sep << "path=" << m.path;
+        sep = " ";
+    } else if (m.path_kind == policy::PathMatch::Prefix) {
+        os << sep << "prefix=" << m.path;
+        sep = " ";
+    }
+    for (const auto& h : m.headers) {
+        os << sep << "header:" << h.name;
+        if (h.kind == policy::HeaderCondition::Kind::Exact)
+            os << "=" << h.value;
+        sep = " ";
+    }
+    std::string s = os.str();
+    return s.empty() ? "*" : s;
+}
+
+std::vector<control::RouteInfo> describe_routes(const policy::Policy& pol,
+                                                const policy::CompiledTables* t,
+                                                const std::string& no_kernel_reason)
+{
+    std::vector<control::RouteInfo> out;
+    for (size_t i = 0; i < pol.routes.size(); i++) {
+        const auto& r = pol.routes[i];
+        control::RouteInfo ri;
+        ri.name = r.name;
+        for (size_t j = 0; j < r.listeners.size(); j++)
+            ri.listeners += (j ? "," : "") + r.listeners[j];
+        if (ri.listeners.empty())
+            ri.listeners = "*";
+        ri.match = describe_match(r.match);
+        for (size_t j = 0; j < r.clusters.size(); j++) {
+            ri.clusters += (j ? "," : "") + r.clusters[j].cluster;
+            if (r.clusters.size() > 1)
+                ri.clusters += ":" + std::to_string(r.clusters[j].weight);
+        }
+        if (t && i < t->placement.size()) {
+            ri.kernel = t->placement[i].kernel;
+            ri.reason = t->placement[i].reason;
+        } else {
+            ri.kernel = false;
+            ri.reason = no_kernel_reason;
+        }
+        ri.where = r.where.str();
+        out.push_back(std::move(ri));
+    }
+    return out;
+}
+
+}  // namespace
+
+struct Daemon::Prepared {
+    std::shared_ptr<proxy::PolicyRuntime> rt;
+    std::unique_ptr<policy::CompiledTables> tables;
+    std::vector<control::RouteInfo> placement;
+};
+
+Daemon::Daemon(DaemonOptions opts)
+    : opts_(std::move(opts)), signals_(io_), tick_(io_), watchdog_(io_)
+{
+}
+
+Daemon::~Daemon()
+{
+    dbus_.reset();
+    server_.reset();
+    events_.reset();
+    dp_.reset();
+}
+
+std::string Daemon::load_policy(const std::string& config, const std::string& dir,
+                                policy::Policy* out)
+{
+    auto res = config.empty() ? policy::PolicyLoader::load_string(kDefaultPolicy, kEmbeddedName)
+                              : policy::PolicyLoader::load(config, dir);
+    if (!res.ok())
+        return res.error_text();
+    *out = std::move(res).policy();
+    return {};
+}
+
+std::unique_ptr<Daemon::Prepared> Daemon::prepare(policy::Policy pol, std::string* error)
+{
+    auto p = std::make_unique<Prepared>();
+    auto rt = std::make_shared<proxy::PolicyRuntime>();
+    rt->router = std::make_shared<policy::Router>(std::move(pol));
+    rt->generation = generation_ + 1;
+    try {
+        for (const auto& l : rt->policy().listeners)
+            rt->listener_ids.push_back(server_->listener_id_for(l.address));
+    } catch (const std::exception& e) {
+        *error = e.what();
+        return nullptr;
+    }
+    for (const auto& c : rt->policy().clusters) {
+        std::vector<uint32_t> pools;
+        for (const auto& e : c.endpoints) {
+            auto id = server_->pool().pool_id_for(e.address);
+            if (!id) {
+                *error = "more than 256 distinct upstream addresses: reduce the endpoints";
+                return nullptr;
+            }
+            pools.push_back(*id);
+        }
+        rt->endpoint_pool.push_back(std::move(pools));
+    }
+    if (dp_) {
+        auto pool_id = [this](const policy::SocketAddress& a) { return server_->pool().pool_id_for(a); };
+        p->tables = std::make_unique<policy::CompiledTables>(
+            policy::compile(rt->policy(), random_seed(), pool_id));
+        for (const auto& note : p->tables->notes)
+            log::notice("policy compiler: ", note);
+    }
+    p->placement = describe_routes(rt->policy(), p->tables.get(),
+                                   "kernel data plane not in use: " + degraded_reason_);
+    p->rt = std::move(rt);
+    return p;
+}
+
+void Daemon::fold_kernel_counters(uint32_t gen)
+{
+    if (!dp_ || gen_routes_[gen].empty())
+        return;
+    std::vector<dataplane::RouteCounters> drained;
+    dp_->drain_route_counters(gen, static_cast<uint32_t>(gen_routes_[gen].size()), drained);
+    for (size_t i = 0; i < drained.size() && i < gen_routes_[gen].size(); i++) {
+        auto& t = kernel_totals_[gen_routes_[gen][i]];
+        const auto& c = drained[i];
+        t.requests_kernel += c.requests_kernel;
+        for (int j = 0; j < 6; j++)
+            t.status[j] += c.status[j];
+        t.bytes_in += c.bytes_in;
+        t.bytes_out += c.bytes_out;
+        for (int j = 0; j < L7_LAT_BUCKETS; j++)
+            t.latency[j] += c.latency[j];
+    }
+}
+
+void Daemon::apply(std::unique_ptr<Prepared> p)
+{
+    uint32_t gen = 0;
+    if (dp_)
+        gen = dp_->stage(*p->tables, p->rt->listener_ids);
+    server_->apply(p->rt);  // throws before anything switched
+    if (dp_) {
+        fold_kernel_counters(gen);
+        gen_routes_[gen].clear();
+        for (const auto& r : p->rt->policy().routes)
+            gen_routes_[gen].push_back(r.name);
+        dp_->activate(gen, p->rt->generation);
+    }
+    generation_ = p->rt->generation;
+    rt_ = p->rt;
+    placement_ = std::move(p->placement);
+}
+
+void Daemon::start()
+{
+    started_ = std::chrono::steady_clock::now();
+    policy::Policy pol;
+    std::string err = load_policy(opts_.config, opts_.policy_dir, &pol);
+    if (!err.empty())
+        throw std::runtime_error("invalid policy, not starting:\n" + err);
+    log::info("l7fastd ", L7FAST_VERSION, ": policy from ",
+              opts_.config.empty() ? kEmbeddedName : opts_.config, " (", pol.routes.size(),
+              " routes, ", pol.clusters.size(), " clusters, ", pol.listeners.size(), " listeners)");
+
+    const auto& d = pol.daemon;
+    features_ = dataplane::Features::probe(d.cgroup, d.bpffs);
+    for (const auto& [k, v] : features_.report())
+        log::info("feature ", k, ": ", v);
+    if (!d.kernel_dataplane) {
+        degraded_reason_ = "disabled by daemon.kernel_dataplane = false";
+    } else if (!features_.dataplane_usable()) {
+        degraded_reason_ = features_.unusable_reason;
+    } else {
+        try {
+            dataplane::DataplaneOptions o;
+            o.cgroup = d.cgroup;
+            o.bpffs = d.bpffs;
+            o.ingress_budget = d.ingress_budget;
+            o.trace = opts_.trace;
+            dp_ = std::make_unique<dataplane::Dataplane>(o);
+            log::info("data plane loaded; sockops on ", d.cgroup, ", pinned under ", d.bpffs);
+        } catch (const dataplane::DataplaneError& e) {
+            degraded_reason_ = e.what();
+        }
+    }
+    if (!degraded_reason_.empty())
+        log::warning("running degraded, every request takes the slow path: ", degraded_reason_);
+
+    server_ = std::make_unique<proxy::ProxyServer>(io_, dp_.get(), d.offload_remote_clients);
+    std::string why;
+    auto p = prepare(std::move(pol), &why);
+    if (!p)
+        throw std::runtime_error(why);
+    apply(std::move(p));
+
+    if (dp_)
+        watch_events();
+    signals_.add(SIGHUP);
+    signals_.add(SIGTERM);
+    signals_.add(SIGINT);
+    signals_.async_wait([this](error_code ec, int sig) {
+        if (!ec)
+            handle_signal(sig);
+    });
+    schedule_tick();
+    uint64_t usec = 0;
+    if (sd_watchdog_enabled(0, &usec) > 0 && usec > 0) {
+        watchdog_interval_ = std::chrono::microseconds(usec / 2);
+        schedule_watchdog();
+    }
+#ifdef L7FAST_HAVE_DBUS
+    if (opts_.dbus) {
+        try {
+            dbus_ = std::make_unique<control::DbusService>(io_, *this);
+        } catch (const std::exception& e) {
+            log::warning("D-Bus control interface unavailable: ", e.what(),
+                         " (l7fastctl will not reach this daemon)");
+        }
+    }
+#endif
+    notify("READY=1");
+}
+
+int Daemon::run()
+{
+    io_.run();
+    return exit_status_;
+}
+
+void Daemon::notify(const std::string& state)
+{
+    std::string s = state;
+    size_t kernel = 0;
+    for (const auto& r : placement_)
+        kernel += r.kernel;
+    s += "\nSTATUS=generation " + std::to_string(generation_) + ", " +
+         std::to_string(placement_.size()) + " routes (" + std::to_string(kernel) + " in the kernel)" +
+         (degraded_reason_.empty() ? "" : ", degraded") +
+         (last_reload_error_.empty() ? "" : ", last reload failed");
+    sd_notify(0, s.c_str());
+}
+
+void Daemon::watch_events()
+{
+    int fd = ::dup(dp_->events_fd());
+    if (fd < 0) {
+        log::warning("data-plane events unavailable: ", std::strerror(errno));
+        return;
+    }
+    events_ = std::make_unique<asio::posix::stream_descriptor>(io_, fd);
+    arm_events();
+}
+
+void Daemon::arm_events()
+{
+    events_->async_wait(asio::posix::stream_descriptor::wait_read, [this](error_code ec) {
+        if (ec)
+            return;
+        dp_->consume_events([this](const l7_event& ev) { server_->on_event(ev); });
+        arm_events();
+    });
+}
+
+void Daemon::schedule_tick()
+{
+    tick_.expires_after(kTickInterval);
+    tick_.async_wait([this](error_code ec) {
+        if (ec)
+            return;
+        server_->tick();
+        schedule_tick();
+    });
+}
+
+void Daemon::schedule_watchdog()
+{
+    sd_notify(0, "WATCHDOG=1");
+    watchdog_.expires_after(watchdog_interval_);
+    watchdog_.async_wait([this](error_code ec) {
+        if (!ec)
+            schedule_watchdog();
+    });
+}
+
+void Daemon::handle_signal(int sig)
+{
+    if (sig == SIGHUP) {
+        auto r = reload();
+        if (!r.ok)
+            log::error("reload failed, still running generation ", generation_, ":\n", r.error);
+        signals_.async_wait([this](error_code ec, int s) {
+            if (!ec)
+                handle_signal(s);
+        });
+        return;
+    }
+    log::info("stopping on signal ", sig);
+    sd_notify(0, "STOPPING=1");
+    dbus_.reset();
+    if (server_)
+        server_->stop();
+    io_.stop();
+}
+
+control::ReloadOutcome Daemon::reload()
+{
+    control::ReloadOutcome out;
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu",
+               static_cast<unsigned long long>(ts.tv_sec) * 1000000ull + ts.tv_nsec / 1000);
+    auto fail = [&](const std::string& e) {
+        last_reload_error_ = e;
+        out.ok = false;
+        out.error = e;
+        out.generation = generation_;
+        notify("READY=1");
+        emit_reloaded(out);
+        return out;
+    };
+
+    policy::Policy pol;
+    std::string err = load_policy(opts_.config, opts_.policy_dir, &pol);
+    if (!err.empty())
+        return fail(err);
+    const auto& cur = rt_->policy().daemon;
+    const auto& nd = pol.daemon;
+    if (nd.cgroup != cur.cgroup || nd.bpffs != cur.bpffs ||
+        nd.kernel_dataplane != cur.kernel_dataplane ||
+        nd.offload_remote_clients != cur.offload_remote_clients)
+        return fail("daemon.cgroup, daemon.bpffs, daemon.kernel_dataplane and "
+                    "daemon.offload_remote_clients take effect only at start: restart l7fast to change them");
+    std::string why;
+    auto p = prepare(std::move(pol), &why);
+    if (!p)
+        return fail(why);
+    try {
+        apply(std::move(p));
+    } catch (const std::exception& e) {
+        return fail(e.what());
+    }
+    if (dp_)
+        dp_->set_ingress_budget(nd.ingress_budget);
+    last_reload_error_.clear();
+    out.ok = true;
+    out.generation = generation_;
+    log::info("reloaded: generation ", generation_, ", ", rt_->policy().routes.size(), " routes");
+    notify("READY=1");
+    emit_reloaded(out);
+    return out;
+}
+
+void Daemon::emit_reloaded(const control::ReloadOutcome& out)
+{
+#ifdef L7FAST_HAVE_DBUS
+    if (dbus_)
+        dbus_->emit_reloaded(out);
+#else
+    (void)out;
+#endif
+}
+
+control::StatusInfo Daemon::status()
+{
+    control::StatusInfo s;
+    s.version = L7FAST_VERSION;
+    s.state = degraded_reason_.empty() ? "running" : "degraded";
+    s.degraded_reason = degraded_reason_;
+    s.generation = generation_;
+    s.policy_files = rt_->policy().sources;
+    s.features = features_.report();
+    s.uptime_sec = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started_)
+            .count());
+    s.listeners = static_cast<uint32_t>(rt_->policy().listeners.size());
+    s.routes = static_cast<uint32_t>(placement_.size());
+    for (const auto& r : placement_)
+        s.routes_kernel += r.kernel;
+    s.connections = server_->sessions();
+    s.upstream_connections = server_->pool().open_connections();
+    s.last_reload_error = last_reload_error_;
+    return s;
+}
+
+std::vector<control::RouteInfo> Daemon::routes() { return placement_; }
+
+control::StatsSnapshot Daemon::stats()
+{
+    static const char* const counter_names[L7_C_REASON_BASE] = {
+        "requests_kernel", "requests_user", "responses_kernel", "responses_relayed",
+        "corked", "budget_tcp", "scratch_busy", "close_events"};
+    static const char* const reason_names[L7_R_COUNT] = {
+        "none", "no_conn", "user_mode", "incomplete", "too_big", "parse", "unsupported",
+        "no_route", "route_user", "pool_miss", "pipelined", "redirect", "user_pending", "disabled"};
+
+    control::StatsSnapshot out;
+    out.generation = generation_;
+    const auto& pol = rt_->policy();
+    std::vector<dataplane::RouteCounters> live(pol.routes.size());
+    if (dp_) {
+        uint32_t g = dp_->active_gen();
+        for (uint32_t gen : {g, g ^ 1u}) {
+            for (size_t i = 0; i < gen_routes_[gen].size() && i < L7_MAX_ROUTES; i++) {
+                for (size_t r = 0; r < pol.routes.size(); r++) {
+                    if (pol.routes[r].name != gen_routes_[gen][i])
+                        continue;
+                    auto c = dp_->route_counters(gen, static_cast<uint32_t>(i));
+                    live[r].requests_kernel += c.requests_kernel;
+                    for (int j = 0; j < 6; j++)
+                        live[r].status[j] += c.status[j];
+                    live[r].bytes_in += c.bytes_in;
+                    live[r].bytes_out += c.bytes_out;
+                    for (int j = 0; j < L7_LAT_BUCKETS; j++)
+                        live[r].latency[j] += c.latency[j];
+                }
+            }
+        }
+        auto ctr = dp_->counters();
+        for (uint32_t i = 0; i < L7_C_COUNT; i++) {
+            std::string name = i < L7_C_REASON_BASE
+                                   ? counter_names[i]
+                                   : std::string("to_slow_path_") + reason_names[i - L7_C_REASON_BASE];
+            out.counters.emplace_back(name, ctr[i]);
+        }
+    }
+    for (size_t r = 0; r < pol.routes.size(); r++) {
+        control::RouteStats rs;
+        rs.name = pol.routes[r].name;
+        rs.kernel = r < placement_.size() && placement_[r].kernel;
+        dataplane::RouteCounters k = live[r];
+        if (auto it = kernel_totals_.find(rs.name); it != kernel_totals_.end()) {
+            k.requests_kernel += it->second.requests_kernel;
+            for (int j = 0; j < 6; j++)
+                k.status[j] += it->second.status[j];
+            k.bytes_in += it->second.bytes_in;
+            k.bytes_out += it->second.bytes_out;
+            for (int j = 0; j < L7_LAT_BUCKETS; j++)
+                k.latency[j] += it->second.latency[j];
+        }
+        rs.requests_kernel = k.requests_kernel;
+        for (int j = 0; j < 6; j++)
+            rs.status[j] = k.status[j];
+        rs.bytes_in = k.bytes_in;
+        rs.bytes_out = k.bytes_out;
+        rs.latency.assign(std::begin(k.latency), std::end(k.latency));
+        auto uc = server_->user_counters();
+        if (auto it = uc.find(rs.name); it != uc.end()) {
+            rs.requests_user = it->second.requests;
+            for (int j = 0; j < 6; j++)
+                rs.status[j] += it->second.status[j];
+            rs.bytes_in += it->second.bytes_in;
+            rs.bytes_out += it->second.bytes_out;
+        }
+        out.requests_kernel += rs.requests_kernel;
+        out.requests_user += rs.requests_user;
+        out.routes.push_back(std::move(rs));
+    }
+    out.no_route = server_->user_requests_no_route();
+    return out;
+}
+
+control::CheckOutcome Daemon::check_policy(const std::string& path)
+{
+    control::CheckOutcome out;
+    policy::Policy pol;
+    std::string err = load_policy(path, {}, &pol);
+    if (!err.empty()) {
+        out.errors = err;
+        return out;
+    }
+    // placement as this kernel would see it, without touching the pools
+    uint32_t next = 0;
+    std::map<policy::SocketAddress, uint32_t> ids;
+    auto pool_id = [&](const policy::SocketAddress& a) -> std::optional<uint32_t> {
+        if (!ids.count(a)) {
+            if (next >= L7_MAX_POOLS)
+                return std::nullopt;
+            ids[a] = next++;
+        }
+        return ids[a];
+    };
+    policy::CompiledTables t = policy::compile(pol, random_seed(), pool_id);
+    out.placement = describe_routes(pol, &t, "");
+    out.ok = true;
+    out.routes = static_cast<uint32_t>(out.placement.size());
+    for (const auto& ri : out.placement)
+        out.routes_kernel += ri.kernel;
+    return out;
+}
+
+}  // namespace l7fast

@@ -1,0 +1,98 @@
+// l7fastd: policy lifecycle, the data plane, the slow path, systemd and the
+// control interface, on one Boost.Asio event loop.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/Asio.hpp"
+#include "control/ControlApi.hpp"
+#include "dataplane/Dataplane.hpp"
+#include "dataplane/Features.hpp"
+#include "policy/Policy.hpp"
+
+namespace l7fast::proxy {
+class ProxyServer;
+struct PolicyRuntime;
+}  // namespace l7fast::proxy
+namespace l7fast::policy {
+struct CompiledTables;
+}
+namespace l7fast::control {
+class DbusService;
+}
+
+namespace l7fast {
+
+struct DaemonOptions {
+    std::string config;       // main policy file; empty: the embedded default
+    std::string policy_dir;   // drop-in fragments
+    bool dbus = true;         // serve org.l7fast.Manager1
+    bool trace = false;       // data-plane decision traces at debug level
+};
+
+class Daemon : public control::ControlApi {
+public:
+    explicit Daemon(DaemonOptions opts);
+    ~Daemon() override;
+
+    // Loads the policy and starts everything; throws std::runtime_error with a
+    // message for the operator when the daemon cannot start.
+    void start();
+    // Runs until SIGTERM/SIGINT; returns the exit status.
+    int run();
+
+    // control::ControlApi
+    control::ReloadOutcome reload() override;
+    control::StatusInfo status() override;
+    std::vector<control::RouteInfo> routes() override;
+    control::StatsSnapshot stats() override;
+    control::CheckOutcome check_policy(const std::string& path) override;
+
+    // Loading and compiling without applying (also for `l7fastctl check`).
+    struct Prepared;
+    static std::string load_policy(const std::string& config, const std::string& dir,
+                                   policy::Policy* out);
+
+private:
+    std::unique_ptr<Prepared> prepare(policy::Policy pol, std::string* error);
+    void apply(std::unique_ptr<Prepared> p);
+    void watch_events();
+    void arm_events();
+    void schedule_tick();
+    void schedule_watchdog();
+    void handle_signal(int sig);
+    void notify(const std::string& state);
+    void emit_reloaded(const control::ReloadOutcome& out);
+    void fold_kernel_counters(uint32_t gen);
+
+    DaemonOptions opts_;
+    asio::io_context io_;
+    asio::signal_set signals_;
+    asio::steady_timer tick_;
+    asio::steady_timer watchdog_;
+    std::unique_ptr<asio::posix::stream_descriptor> events_;
+    dataplane::Features features_;
+    std::unique_ptr<dataplane::Dataplane> dp_;
+    std::unique_ptr<proxy::ProxyServer> server_;
+    std::unique_ptr<control::DbusService> dbus_;  // destroyed in Daemon.cpp
+    std::shared_ptr<const proxy::PolicyRuntime> rt_;
+    std::vector<control::RouteInfo> placement_;
+    std::string degraded_reason_;
+    std::string last_reload_error_;
+    uint64_t generation_ = 0;
+    std::chrono::steady_clock::time_point started_;
+    std::chrono::microseconds watchdog_interval_{0};
+    // kernel counters of earlier generations, by route name
+    std::map<std::string, dataplane::RouteCounters> kernel_totals_;
+    // route names per generation slot, to fold counters under the right name
+    std::vector<std::string> gen_routes_[L7_GENS];
+    int exit_status_ = 0;
+};
+
+}  // namespace l7fast

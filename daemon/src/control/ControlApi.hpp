@@ -1,0 +1,77 @@
+// What l7fastd offers its control interface (D-Bus, l7fastctl). The daemon
+// implements it; the D-Bus service only marshals.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace l7fast::control {
+
+struct ReloadOutcome {
+    bool ok = false;
+    uint64_t generation = 0;
+    std::string error;  // file:line:column: key: message on a policy error
+};
+
+struct StatusInfo {
+    std::string version;
+    std::string state;            // "running" or "degraded"
+    std::string degraded_reason;  // why the kernel data plane is not in use
+    uint64_t generation = 0;
+    std::vector<std::string> policy_files;
+    std::vector<std::pair<std::string, std::string>> features;
+    uint64_t uptime_sec = 0;
+    uint32_t listeners = 0, routes = 0, routes_kernel = 0;
+    uint64_t connections = 0;       // client connections open in the slow path
+    uint64_t upstream_connections = 0;
+    std::string last_reload_error;  // empty when the last reload succeeded
+};
+
+struct RouteInfo {
+    std::string name;
+    std::string listeners;  // comma-separated, "*" for all
+    std::string match;      // human summary of the conditions
+    std::string clusters;   // "app" or "app:90,canary:10"
+    bool kernel = false;    // placement
+    std::string reason;     // why it runs in user space
+    std::string where;      // file:line:column
+};
+
+struct RouteStats {
+    std::string name;
+    bool kernel = false;
+    uint64_t requests_kernel = 0, requests_user = 0;
+    uint64_t status[6] = {};  // [0] other, [1..5] 1xx..5xx
+    uint64_t bytes_in = 0, bytes_out = 0;
+    std::vector<uint64_t> latency;  // kernel path, log2 buckets from 1 us
+};
+
+struct StatsSnapshot {
+    uint64_t generation = 0;
+    std::vector<RouteStats> routes;
+    std::vector<std::pair<std::string, uint64_t>> counters;  // data-plane counters by name
+    uint64_t requests_kernel = 0, requests_user = 0, no_route = 0;
+};
+
+struct CheckOutcome {
+    bool ok = false;
+    std::string errors;  // one per line
+    uint32_t routes = 0, routes_kernel = 0;
+    std::vector<RouteInfo> placement;
+};
+
+class ControlApi {
+public:
+    virtual ~ControlApi() = default;
+    virtual ReloadOutcome reload() = 0;
+    virtual StatusInfo status() = 0;
+    virtual std::vector<RouteInfo> routes() = 0;
+    virtual StatsSnapshot stats() = 0;
+    // Validates a policy file (and the drop-in directory next to it, if any)
+    // without applying it.
+    virtual CheckOutcome check_policy(const std::string& path) = 0;
+};
+
+}  // namespace l7fast::control

@@ -1,0 +1,90 @@
+#include "dataplane/Abi.hpp"
+
+#include <arpa/inet.h>
+
+#include <cstddef>
+
+#include <cstring>
+
+namespace l7fast::dataplane {
+
+// The BPF side compiles the same header; these pin the layout on the C++
+// side so an accidental change shows up at build time.
+static_assert(sizeof(l7_conn_key) == 40);
+static_assert(sizeof(l7_listener_key) == 20);
+static_assert(sizeof(l7_bitmap) == L7_MAX_ROUTES / 8);
+static_assert(sizeof(l7_match_key) == 16);
+static_assert(sizeof(l7_route) % 8 == 0);
+static_assert(sizeof(l7_slot) % 8 == 0);
+static_assert(offsetof(l7_slot, state) == 0, "state is CAS'd at offset 0 by both sides");
+static_assert(sizeof(l7_conn) % 8 == 0);
+static_assert(sizeof(l7_event) == 64);
+static_assert(L7_MAX_SLOTS == L7_MAX_POOLS * L7_SLOTS_PER_POOL);
+
+namespace {
+
+struct IpPort {
+    uint16_t family = 0;
+    uint32_t ip[4] = {};
+    uint16_t port = 0;
+};
+
+IpPort split(const sockaddr_storage& ss)
+{
+    IpPort r;
+    if (ss.ss_family == AF_INET) {
+        const auto& sin = reinterpret_cast<const sockaddr_in&>(ss);
+        r.family = AF_INET;
+        r.ip[0] = sin.sin_addr.s_addr;
+        r.port = ntohs(sin.sin_port);
+    } else if (ss.ss_family == AF_INET6) {
+        const auto& sin6 = reinterpret_cast<const sockaddr_in6&>(ss);
+        r.family = AF_INET6;
+        std::memcpy(r.ip, &sin6.sin6_addr, 16);
+        r.port = ntohs(sin6.sin6_port);
+        if (IN6_IS_ADDR_V4MAPPED(&sin6.sin6_addr)) {
+            r.family = AF_INET;
+            r.ip[0] = r.ip[3];
+            r.ip[1] = r.ip[2] = r.ip[3] = 0;
+        }
+    }
+    return r;
+}
+
+}  // namespace
+
+l7_conn_key make_conn_key(const sockaddr_storage& client, const sockaddr_storage& server)
+{
+    l7_conn_key k{};
+    IpPort c = split(client), s = split(server);
+    k.family = c.family;
+    std::memcpy(k.client_ip, c.ip, sizeof(k.client_ip));
+    std::memcpy(k.server_ip, s.ip, sizeof(k.server_ip));
+    k.client_port = c.port;
+    k.server_port = s.port;
+    return k;
+}
+
+bool conn_key_of(int fd, bool fd_is_client, l7_conn_key* out)
+{
+    sockaddr_storage local{}, peer{};
+    socklen_t ll = sizeof(local), pl = sizeof(peer);
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &ll) != 0 ||
+        ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &pl) != 0)
+        return false;
+    *out = fd_is_client ? make_conn_key(local, peer) : make_conn_key(peer, local);
+    return true;
+}
+
+std::string to_string(const l7_conn_key& k)
+{
+    char a[INET6_ADDRSTRLEN] = {}, b[INET6_ADDRSTRLEN] = {};
+    inet_ntop(k.family, k.client_ip, a, sizeof(a));
+    inet_ntop(k.family, k.server_ip, b, sizeof(b));
+    std::string fmt = k.family == AF_INET6 ? "[%s]:%u" : "%s:%u";
+    char out[128];
+    std::snprintf(out, sizeof(out), (fmt + "->" + fmt).c_str(), a, k.client_port, b, k.server_port);
+    return out;
+}
+
+}  // namespace l7fast::dataplane

@@ -1,0 +1,474 @@
+#include "dataplane/Dataplane.hpp"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <mutex>
+
+#include "common/Log.hpp"
+#include "l7fast.skel.h"
+#include "policy/PolicyCompiler.hpp"
+
+namespace fs = std::filesystem;
+
+namespace l7fast::dataplane {
+namespace {
+
+// libbpf's own messages go to our log; the last lines are kept so a verifier
+// rejection can be explained in the error that stops the daemon.
+std::mutex g_libbpf_mu;
+std::deque<std::string> g_libbpf_tail;
+
+int libbpf_print(enum libbpf_print_level level, const char* fmt, va_list ap)
+{
+    char buf[1024];
+    int n = std::vsnprintf(buf, sizeof(buf), fmt, ap);
+    if (n <= 0)
+        return n;
+    std::string line(buf, std::min<size_t>(static_cast<size_t>(n), sizeof(buf) - 1));
+    while (!line.empty() && line.back() == '\n')
+        line.pop_back();
+    {
+        std::lock_guard<std::mutex> lock(g_libbpf_mu);
+        g_libbpf_tail.push_back(line);
+        if (g_libbpf_tail.size() > 40)
+            g_libbpf_tail.pop_front();
+    }
+    if (level == LIBBPF_WARN)
+        log::debug("libbpf: ", line);
+    return n;
+}
+
+std::string libbpf_tail(size_t lines)
+{
+    std::lock_guard<std::mutex> lock(g_libbpf_mu);
+    std::string out;
+    size_t start = g_libbpf_tail.size() > lines ? g_libbpf_tail.size() - lines : 0;
+    for (size_t i = start; i < g_libbpf_tail.size(); i++)
+        out += "\n  " + g_libbpf_tail[i];
+    return out;
+}
+
+std::string errstr(int err) { return std::strerror(err < 0 ? -err : err); }
+
+void update_or_throw(int fd, const void* key, const void* val, const char* what)
+{
+    if (bpf_map_update_elem(fd, key, val, BPF_ANY) != 0)
+        throw DataplaneError(std::string("updating ") + what + ": " + errstr(errno));
+}
+
+}  // namespace
+
+Dataplane::Dataplane(const DataplaneOptions& opts) : opts_(opts)
+{
+    libbpf_set_print(libbpf_print);
+    ncpus_ = libbpf_num_possible_cpus();
+    if (ncpus_ <= 0)
+        throw DataplaneError("cannot count possible CPUs: " + errstr(ncpus_));
+
+    skel_ = l7fast_bpf__open();
+    if (!skel_)
+        throw DataplaneError("opening the embedded BPF object: " + errstr(errno));
+    // load-time specialisation: the verifier prunes what these disable
+    skel_->rodata->cfg_max_cork = opts_.max_cork;
+    skel_->rodata->cfg_trace = opts_.trace ? 1 : 0;
+    int err = l7fast_bpf__load(skel_);
+    if (err) {
+        l7fast_bpf__destroy(skel_);
+        skel_ = nullptr;
+        throw DataplaneError("the kernel rejected the data plane (" + errstr(err) +
+                             "); verifier/libbpf said:" + libbpf_tail(12));
+    }
+    try {
+        attach();
+        pin();
+        slot_stride_ = (sizeof(l7_slot) + 7) & ~size_t(7);
+        slots_len_ = (L7_MAX_SLOTS * slot_stride_ + 4095) & ~size_t(4095);
+        void* p = ::mmap(nullptr, slots_len_, PROT_READ | PROT_WRITE, MAP_SHARED,
+                         bpf_map__fd(skel_->maps.l7_slots), 0);
+        if (p == MAP_FAILED)
+            throw DataplaneError("mapping the pool table: " + errstr(errno));
+        slots_ = static_cast<l7_slot*>(p);
+        events_ = ring_buffer__new(bpf_map__fd(skel_->maps.l7_events), &Dataplane::on_event,
+                                   this, nullptr);
+        if (!events_)
+            throw DataplaneError("opening the event ring: " + errstr(errno));
+        config_.ingress_budget = opts_.ingress_budget;
+        write_config();
+    } catch (...) {
+        release();
+        throw;
+    }
+}
+
+Dataplane::~Dataplane() { release(); }
+
+void Dataplane::release() noexcept
+{
+    if (events_) {
+        ring_buffer__free(events_);
+        events_ = nullptr;
+    }
+    if (slots_) {
+        ::munmap(slots_, slots_len_);
+        slots_ = nullptr;
+    }
+    if (!skel_)
+        return;
+    for (size_t i = 0; i < attached_map_fds_.size(); i++)
+        bpf_prog_detach2(map_attachments_[i].first, attached_map_fds_[i],
+                         static_cast<bpf_attach_type>(map_attachments_[i].second));
+    attached_map_fds_.clear();
+    map_attachments_.clear();
+    if (sockops_link_) {
+        bpf_link__destroy(sockops_link_);
+        sockops_link_ = nullptr;
+    }
+    unpin();
+    l7fast_bpf__destroy(skel_);
+    skel_ = nullptr;
+}
+
+void Dataplane::attach()
+{
+    cgroup_fd_.reset(::open(opts_.cgroup.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!cgroup_fd_.valid())
+        throw DataplaneError("opening cgroup " + opts_.cgroup + ": " + errstr(errno));
+    sockops_link_ = bpf_program__attach_cgroup(skel_->progs.l7_sockops, cgroup_fd_.get());
+    if (!sockops_link_) {
+        int e = errno;
+        throw DataplaneError("attaching sockops to " + opts_.cgroup + ": " + errstr(e));
+    }
+    struct {
+        bpf_program* prog;
+        bpf_map* map;
+        bpf_attach_type type;
+    } const table[] = {
+        {skel_->progs.l7_req_msg, skel_->maps.l7_sk_client, BPF_SK_MSG_VERDICT},
+        {skel_->progs.l7_resp_msg, skel_->maps.l7_sk_backend, BPF_SK_MSG_VERDICT},
+        {skel_->progs.l7_req_parser, skel_->maps.l7_sk_remote, BPF_SK_SKB_STREAM_PARSER},
+        {skel_->progs.l7_req_verdict, skel_->maps.l7_sk_remote, BPF_SK_SKB_STREAM_VERDICT},
+        {skel_->progs.l7_resp_skb, skel_->maps.l7_sk_upstream, BPF_SK_SKB_VERDICT},
+    };
+    // Programs must be attached to a sockmap before sockets are inserted:
+    // a socket takes the programs present when it joins.
+    for (const auto& a : table) {
+        int pfd = bpf_program__fd(a.prog), mfd = bpf_map__fd(a.map);
+        if (bpf_prog_attach(pfd, mfd, a.type, 0) != 0)
+            throw DataplaneError(std::string("attaching ") + bpf_program__name(a.prog) + " to " +
+                                 bpf_map__name(a.map) + ": " + errstr(errno));
+        map_attachments_.emplace_back(pfd, a.type);
+        attached_map_fds_.push_back(mfd);
+    }
+}
+
+void Dataplane::pin()
+{
+    std::error_code ec;
+    fs::path dir(opts_.bpffs);
+    // A previous instance that died leaves its pins; they describe state this
+    // instance does not adopt, so they go.
+    if (fs::exists(dir, ec)) {
+        log::notice("removing stale data-plane pins in ", dir.string());
+        fs::remove_all(dir, ec);
+    }
+    fs::create_directories(dir / "maps", ec);
+    fs::create_directories(dir / "links", ec);
+    if (ec)
+        throw DataplaneError("creating " + dir.string() + ": " + ec.message());
+    bpf_map* map;
+    bpf_object__for_each_map(map, skel_->obj)
+    {
+        const char* name = bpf_map__name(map);
+        if (std::strchr(name, '.'))
+            continue;  // .rodata/.bss: internal
+        std::string path = (dir / "maps" / name).string();
+        if (bpf_map__pin(map, path.c_str()) != 0)
+            throw DataplaneError("pinning map " + std::string(name) + ": " + errstr(errno));
+    }
+    std::string link_path = (dir / "links" / "sockops").string();
+    if (bpf_link__pin(sockops_link_, link_path.c_str()) != 0)
+        throw DataplaneError("pinning the sockops link: " + errstr(errno));
+}
+
+void Dataplane::unpin()
+{
+    std::error_code ec;
+    fs::remove_all(opts_.bpffs, ec);
+}
+
+void Dataplane::write_config()
+{
+    uint32_t zero = 0;
+    update_or_throw(bpf_map__fd(skel_->maps.l7_config), &zero, &config_, "l7_config");
+}
+
+void Dataplane::set_enabled(bool on)
+{
+    if (on)
+        config_.flags |= L7_CF_ENABLED;
+    else
+        config_.flags &= ~L7_CF_ENABLED;
+    write_config();
+}
+
+void Dataplane::set_ingress_budget(uint32_t bytes)
+{
+    config_.ingress_budget = bytes;
+    write_config();
+}
+
+uint32_t Dataplane::stage(const policy::CompiledTables& t, std::span<const uint32_t> listener_ids)
+{
+    const uint32_t gen = active_gen_ ^ 1;
+
+    // route sets; listener sets move from policy order to stable ids
+    int bfd = bpf_map__fd(skel_->maps.l7_bitmaps);
+    std::vector<l7_bitmap> bm(L7_BMI_PER_GEN);
+    for (size_t i = 0; i < t.bitmaps.size() && i < bm.size(); i++)
+        if (i >= L7_MAX_LISTENERS)
+            bm[i] = t.bitmaps[i];
+    for (size_t li = 0; li < listener_ids.size() && li < L7_MAX_LISTENERS; li++)
+        bm[L7_BMI_LISTENER(listener_ids[li])] = t.bitmaps[L7_BMI_LISTENER(li)];
+    for (uint32_t i = 0; i < L7_BMI_PER_GEN; i++) {
+        uint32_t k = gen * L7_BMI_PER_GEN + i;
+        update_or_throw(bfd, &k, &bm[i], "l7_bitmaps");
+    }
+
+    int sfd = bpf_map__fd(skel_->maps.l7_match);
+    for (const auto& k : strings_[gen])
+        bpf_map_delete_elem(sfd, &k);
+    strings_[gen].clear();
+    for (auto [k, v] : t.strings) {
+        k.gen = static_cast<__u16>(gen);
+        if (bpf_map_update_elem(sfd, &k, &v, BPF_ANY) != 0)
+            throw DataplaneError("updating l7_match: " + errstr(errno) +
+                                 " (too many string conditions?)");
+        strings_[gen].push_back(k);
+    }
+
+    int rfd = bpf_map__fd(skel_->maps.l7_routes);
+    for (uint32_t i = 0; i < L7_MAX_ROUTES; i++) {
+        l7_route r{};
+        if (i < t.routes.size()) {
+            r = t.routes[i];
+            r.stats_id = gen * L7_MAX_ROUTES + i;
+        }
+        uint32_t k = gen * L7_MAX_ROUTES + i;
+        update_or_throw(rfd, &k, &r, "l7_routes");
+    }
+    int cfd = bpf_map__fd(skel_->maps.l7_clusters);
+    for (uint32_t i = 0; i < t.clusters.size() && i < L7_MAX_CLUSTERS; i++) {
+        uint32_t k = gen * L7_MAX_CLUSTERS + i;
+        update_or_throw(cfd, &k, &t.clusters[i], "l7_clusters");
+    }
+    int efd = bpf_map__fd(skel_->maps.l7_endpoints);
+    for (uint32_t i = 0; i < t.endpoints.size() && i < L7_MAX_ENDPOINTS; i++) {
+        uint32_t k = gen * L7_MAX_ENDPOINTS + i;
+        update_or_throw(efd, &k, &t.endpoints[i], "l7_endpoints");
+    }
+
+    // listeners are not per generation: a connection keeps the stable id it
+    // got at connect time, and both generations name listeners by stable id
+    int lfd = bpf_map__fd(skel_->maps.l7_listeners);
+    std::vector<l7_listener_key> keep;
+    for (size_t li = 0; li < t.listeners.size() && li < listener_ids.size(); li++) {
+        l7_listener v = t.listeners[li].second;
+        v.id = listener_ids[li];
+        update_or_throw(lfd, &t.listeners[li].first, &v, "l7_listeners");
+        keep.push_back(t.listeners[li].first);
+    }
+    l7_listener_key cur{}, next{};
+    std::vector<l7_listener_key> stale;
+    const void* prev = nullptr;
+    while (bpf_map_get_next_key(lfd, prev, &next) == 0) {
+        bool kept = false;
+        for (const auto& k : keep)
+            kept = kept || std::memcmp(&k, &next, sizeof(k)) == 0;
+        if (!kept)
+            stale.push_back(next);
+        cur = next;
+        prev = &cur;
+    }
+    for (const auto& k : stale)
+        bpf_map_delete_elem(lfd, &k);
+
+    // meta of the new generation (readers still use the other one)
+    config_.meta[gen] = t.meta;
+    write_config();
+    return gen;
+}
+
+void Dataplane::activate(uint32_t gen, uint64_t policy_generation)
+{
+    // only active_gen changes between the two writes: the bytes a reader of
+    // either generation uses never change under it
+    config_.active_gen = gen & 1;
+    config_.generation = policy_generation;
+    config_.flags |= L7_CF_ENABLED;
+    write_config();
+    active_gen_ = gen & 1;
+}
+
+void Dataplane::drain_route_counters(uint32_t gen, uint32_t n_routes, std::vector<RouteCounters>& out)
+{
+    int fd = bpf_map__fd(skel_->maps.l7_route_stats);
+    std::vector<l7_route_stats> zero(ncpus_);
+    if (out.size() < n_routes)
+        out.resize(n_routes);
+    for (uint32_t i = 0; i < n_routes && i < L7_MAX_ROUTES; i++) {
+        RouteCounters c = route_counters(gen, i);
+        RouteCounters& o = out[i];
+        o.requests_kernel += c.requests_kernel;
+        for (int j = 0; j < 6; j++)
+            o.status[j] += c.status[j];
+        o.bytes_in += c.bytes_in;
+        o.bytes_out += c.bytes_out;
+        for (int j = 0; j < L7_LAT_BUCKETS; j++)
+            o.latency[j] += c.latency[j];
+        uint32_t k = gen * L7_MAX_ROUTES + i;
+        bpf_map_update_elem(fd, &k, zero.data(), BPF_ANY);
+    }
+}
+
+std::optional<l7_conn> Dataplane::conn(const l7_conn_key& k) const
+{
+    l7_conn c{};
+    if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.l7_conns), &k, &c) != 0)
+        return std::nullopt;
+    return c;
+}
+
+bool Dataplane::conn_create(const l7_conn_key& k, uint32_t listener_id, uint8_t side)
+{
+    l7_conn c{};
+    c.listener_id = listener_id;
+    c.mode = L7_MODE_KERNEL;
+    c.side = side;
+    c.kslot = L7_NO_SLOT;
+    return bpf_map_update_elem(bpf_map__fd(skel_->maps.l7_conns), &k, &c, BPF_NOEXIST) == 0;
+}
+
+bool Dataplane::insert_accepted_socket(const l7_conn_key& k, int fd, bool remote)
+{
+    uint64_t v = static_cast<uint64_t>(fd);
+    int mfd = bpf_map__fd(remote ? skel_->maps.l7_sk_remote : skel_->maps.l7_sk_daemon);
+    return bpf_map_update_elem(mfd, &k, &v, BPF_ANY) == 0;
+}
+
+void Dataplane::conn_set_user_done(const l7_conn_key& k, uint64_t done)
+{
+    l7_conn_user u{};
+    u.u_done = done;
+    bpf_map_update_elem(bpf_map__fd(skel_->maps.l7_conn_user), &k, &u, BPF_ANY);
+}
+
+void Dataplane::conn_clear_outstanding(const l7_conn_key& k)
+{
+    l7_ctl_args a{};
+    a.op = L7_CTL_CLEAR_OUTSTANDING;
+    a.key = k;
+    LIBBPF_OPTS(bpf_test_run_opts, run, .ctx_in = &a, .ctx_size_in = sizeof(a));
+    if (bpf_prog_test_run_opts(bpf_program__fd(skel_->progs.l7_ctl), &run) != 0)
+        log::warning("clearing the kernel request of ", to_string(k), ": ", errstr(errno));
+}
+
+void Dataplane::conn_forget(const l7_conn_key& k)
+{
+    bpf_map_delete_elem(bpf_map__fd(skel_->maps.l7_conns), &k);
+    bpf_map_delete_elem(bpf_map__fd(skel_->maps.l7_conn_user), &k);
+    bpf_map_delete_elem(bpf_map__fd(skel_->maps.l7_sk_daemon), &k);
+    bpf_map_delete_elem(bpf_map__fd(skel_->maps.l7_sk_remote), &k);
+}
+
+l7_slot* Dataplane::slot(uint32_t id) const
+{
+    if (id >= L7_MAX_SLOTS)
+        return nullptr;
+    return reinterpret_cast<l7_slot*>(reinterpret_cast<char*>(slots_) + id * slot_stride_);
+}
+
+bool Dataplane::slot_register_tuple(const l7_conn_key& k, uint32_t id)
+{
+    return bpf_map_update_elem(bpf_map__fd(skel_->maps.l7_slot_by_tuple), &k, &id, BPF_ANY) == 0;
+}
+
+void Dataplane::slot_unregister_tuple(const l7_conn_key& k)
+{
+    bpf_map_delete_elem(bpf_map__fd(skel_->maps.l7_slot_by_tuple), &k);
+}
+
+bool Dataplane::insert_upstream_socket(uint32_t id, int fd)
+{
+    uint64_t v = static_cast<uint64_t>(fd);
+    return bpf_map_update_elem(bpf_map__fd(skel_->maps.l7_sk_upstream), &id, &v, BPF_ANY) == 0;
+}
+
+void Dataplane::remove_slot_sockets(uint32_t id)
+{
+    bpf_map_delete_elem(bpf_map__fd(skel_->maps.l7_sk_upstream), &id);
+    bpf_map_delete_elem(bpf_map__fd(skel_->maps.l7_sk_backend), &id);
+}
+
+int Dataplane::events_fd() const { return events_ ? ring_buffer__epoll_fd(events_) : -1; }
+
+int Dataplane::on_event(void* self, void* data, size_t size)
+{
+    auto* dp = static_cast<Dataplane*>(self);
+    if (size >= sizeof(l7_event) && dp->consumer_) {
+        l7_event ev;
+        std::memcpy(&ev, data, sizeof(ev));
+        (*dp->consumer_)(ev);
+    }
+    return 0;
+}
+
+int Dataplane::consume_events(const std::function<void(const l7_event&)>& fn)
+{
+    consumer_ = &fn;
+    int n = ring_buffer__consume(events_);
+    consumer_ = nullptr;
+    return n;
+}
+
+RouteCounters Dataplane::route_counters(uint32_t gen, uint32_t route) const
+{
+    RouteCounters out;
+    uint32_t k = gen * L7_MAX_ROUTES + route;
+    std::vector<l7_route_stats> per(ncpus_);
+    if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.l7_route_stats), &k, per.data()) != 0)
+        return out;
+    for (const auto& s : per) {
+        out.requests_kernel += s.requests_kernel;
+        for (int i = 0; i < 6; i++)
+            out.status[i] += s.status[i];
+        out.bytes_in += s.bytes_in;
+        out.bytes_out += s.bytes_out;
+        for (int i = 0; i < L7_LAT_BUCKETS; i++)
+            out.latency[i] += s.latency[i];
+    }
+    return out;
+}
+
+std::vector<uint64_t> Dataplane::counters() const
+{
+    std::vector<uint64_t> out(L7_C_COUNT, 0);
+    std::vector<uint64_t> per(ncpus_);
+    int fd = bpf_map__fd(skel_->maps.l7_counters);
+    for (uint32_t i = 0; i < L7_C_COUNT; i++) {
+        if (bpf_map_lookup_elem(fd, &i, per.data()) != 0)
+            continue;
+        for (uint64_t v : per)
+            out[i] += v;
+    }
+    return out;
+}
+
+}  // namespace l7fast::dataplane

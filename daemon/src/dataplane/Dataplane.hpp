@@ -1,0 +1,128 @@
+// The loaded data plane: the BPF object (libbpf skeleton), its attachments,
+// its pinned maps, and typed access to the maps the daemon writes and reads.
+// One instance per daemon; every kernel object is released by the destructor.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/Fd.hpp"
+#include "dataplane/Abi.hpp"
+
+struct l7fast_bpf;  // libbpf skeleton (l7fast.skel.h)
+struct ring_buffer;
+struct bpf_link;
+
+namespace l7fast::policy {
+struct CompiledTables;
+}
+
+namespace l7fast::dataplane {
+
+class DataplaneError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+struct DataplaneOptions {
+    std::string cgroup;     // cgroup v2 directory for sockops
+    std::string bpffs;      // pin directory, e.g. /sys/fs/bpf/l7fast
+    uint32_t ingress_budget = 65536;
+    uint32_t max_cork = 8;  // header-block re-runs per message
+    bool trace = false;     // decision trace events (debugging)
+};
+
+// Route counters summed over CPUs.
+struct RouteCounters {
+    uint64_t requests_kernel = 0;
+    uint64_t status[6] = {};
+    uint64_t bytes_in = 0, bytes_out = 0;
+    uint64_t latency[L7_LAT_BUCKETS] = {};
+};
+
+class Dataplane {
+public:
+    // Loads, attaches and pins. Throws DataplaneError with an explanation
+    // (the verifier's last lines when a program is rejected).
+    explicit Dataplane(const DataplaneOptions& opts);
+    ~Dataplane();
+    Dataplane(const Dataplane&) = delete;
+    Dataplane& operator=(const Dataplane&) = delete;
+
+    // ---- policy tables ---------------------------------------------------
+    // Writes `t` into the inactive generation (readers do not see it yet).
+    // Listener ids in `t` (policy order) become the stable ids in
+    // `listener_ids`. Returns the generation slot written (0/1).
+    uint32_t stage(const policy::CompiledTables& t, std::span<const uint32_t> listener_ids);
+    // Makes a staged generation the one every new request uses.
+    void activate(uint32_t gen, uint64_t policy_generation);
+    uint32_t active_gen() const { return active_gen_; }
+    // Adds the counters of `gen` to `out` (by route index) and zeroes them.
+    void drain_route_counters(uint32_t gen, uint32_t n_routes, std::vector<RouteCounters>& out);
+    void set_enabled(bool on);
+    void set_ingress_budget(uint32_t bytes);
+
+    // ---- client connections ---------------------------------------------
+    std::optional<l7_conn> conn(const l7_conn_key& k) const;
+    // Registers a client the data plane has not seen (remote client, or a
+    // local one outside the cgroup).
+    bool conn_create(const l7_conn_key& k, uint32_t listener_id, uint8_t side);
+    // The daemon's accepted socket for `k`: redirect target (local clients)
+    // or SK_SKB-attached (remote clients).
+    bool insert_accepted_socket(const l7_conn_key& k, int fd, bool remote);
+    void conn_set_user_done(const l7_conn_key& k, uint64_t done);
+    // Clears k_outstanding after the daemon finished a kernel exchange.
+    void conn_clear_outstanding(const l7_conn_key& k);
+    void conn_forget(const l7_conn_key& k);
+
+    // ---- upstream pool -----------------------------------------------------
+    l7_slot* slot(uint32_t id) const;
+    bool slot_register_tuple(const l7_conn_key& k, uint32_t id);
+    void slot_unregister_tuple(const l7_conn_key& k);
+    bool insert_upstream_socket(uint32_t id, int fd);
+    void remove_slot_sockets(uint32_t id);
+
+    // ---- events and telemetry ------------------------------------------------
+    int events_fd() const;
+    // Calls `fn` for each pending event; returns how many.
+    int consume_events(const std::function<void(const l7_event&)>& fn);
+    // Counters of route index `route` in generation `gen`.
+    RouteCounters route_counters(uint32_t gen, uint32_t route) const;
+    std::vector<uint64_t> counters() const;  // enum l7_counter
+
+    const std::string& pin_dir() const { return opts_.bpffs; }
+
+private:
+    static int on_event(void* self, void* data, size_t size);
+    void release() noexcept;
+    void attach();
+    void pin();
+    void unpin();
+    void write_config();
+
+    DataplaneOptions opts_;
+    struct ::l7fast_bpf* skel_ = nullptr;
+    Fd cgroup_fd_;
+    ::bpf_link* sockops_link_ = nullptr;
+    std::vector<std::pair<int, int>> map_attachments_;  // (prog fd, attach type) per map fd
+    std::vector<int> attached_map_fds_;
+    ::ring_buffer* events_ = nullptr;
+    const std::function<void(const l7_event&)>* consumer_ = nullptr;
+    l7_slot* slots_ = nullptr;
+    size_t slots_len_ = 0;
+    size_t slot_stride_ = 0;
+    uint32_t active_gen_ = 0;
+    l7_config config_{};
+    // match keys written per generation, so a later install can delete them
+    std::vector<l7_match_key> strings_[L7_GENS];
+    int ncpus_ = 1;
+};
+
+}  // namespace l7fast::dataplane

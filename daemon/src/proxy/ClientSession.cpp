@@ -1,0 +1,518 @@
+#include "proxy/ClientSession.hpp"
+
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+
+#include "common/Log.hpp"
+#include "dataplane/Dataplane.hpp"
+#include "policy/Router.hpp"
+#include "proxy/ProxyServer.hpp"
+
+namespace l7fast::proxy {
+namespace {
+
+constexpr size_t kReadChunk = 16384;
+constexpr auto kKernelPoll = std::chrono::microseconds(200);
+
+uint32_t random_u32()
+{
+    thread_local std::mt19937 rng{std::random_device{}()};
+    return rng();
+}
+
+uint32_t status_class(int st) { return st >= 100 && st < 600 ? static_cast<uint32_t>(st / 100) : 0; }
+
+}  // namespace
+
+void Deadline::arm(std::chrono::milliseconds d, std::vector<tcp::socket*> socks)
+{
+    disarm();
+    state_ = std::make_shared<State>();
+    state_->socks = std::move(socks);
+    auto st = state_;
+    timer_.expires_after(d);
+    timer_.async_wait([st](error_code ec) {
+        if (ec || st->disarmed)
+            return;
+        st->fired = true;
+        for (auto* s : st->socks) {
+            error_code ig;
+            s->cancel(ig);
+        }
+    });
+}
+
+void Deadline::disarm()
+{
+    if (!state_)
+        return;
+    state_->disarmed = true;
+    timer_.cancel();
+}
+
+ClientSession::ClientSession(ProxyServer& server, tcp::socket sock, const l7_conn_key& key,
+                             const policy::SocketAddress& listener, bool tracked)
+    : server_(server), sock_(std::move(sock)), key_(key), listener_(listener), tracked_(tracked)
+{
+}
+
+void ClientSession::start()
+{
+    asio::co_spawn(server_.io(), run(shared_from_this()), asio::detached);
+}
+
+void ClientSession::consume(size_t n)
+{
+    n = std::min(n, in_len_);
+    std::memmove(in_.data(), in_.data() + n, in_len_ - n);
+    in_len_ -= n;
+}
+
+void ClientSession::answered()
+{
+    answered_++;
+    if (tracked_ && server_.dataplane())
+        server_.dataplane()->conn_set_user_done(key_, answered_);
+}
+
+void ClientSession::finish()
+{
+    if (finished_)
+        return;
+    finished_ = true;
+    error_code ig;
+    sock_.shutdown(tcp::socket::shutdown_both, ig);
+    sock_.close(ig);
+    if (tracked_ && server_.dataplane())
+        server_.dataplane()->conn_forget(key_);
+    server_.session_ended(key_);
+}
+
+awaitable<int> ClientSession::read_request_head(l7_msg& m)
+{
+    const auto& d = server_.runtime()->policy().daemon;
+    Deadline deadline(server_.io());
+    bool first = true;
+    for (;;) {
+        if (in_len_ > 0) {
+            int st = parse_head({in_.data(), in_len_}, true, &m);
+            if (st != L7_P_MORE)
+                co_return st;
+        }
+        // idle keep-alive wait for the first byte, then the head timeout
+        deadline.arm(in_len_ == 0 && first ? d.idle_timeout : d.header_timeout, {&sock_});
+        first = false;
+        if (in_.size() < in_len_ + kReadChunk)
+            in_.resize(std::min<size_t>(in_len_ + kReadChunk, L7_USER_MAX_HDR_BLOCK + kReadChunk));
+        error_code ec;
+        size_t n = co_await sock_.async_read_some(
+            asio::buffer(in_.data() + in_len_, in_.size() - in_len_),
+            asio::redirect_error(use_awaitable, ec));
+        if (deadline.fired()) {
+            m.status = in_len_ ? 408 : 0;
+            co_return -1;
+        }
+        if (ec) {
+            log::debug(dataplane::to_string(key_), ": client read: ", ec.message());
+            co_return -2;
+        }
+        in_len_ += n;
+    }
+}
+
+// The kernel may still be delivering the response to an earlier request of
+// this connection; ours must come after it, so the slow path writes only
+// once the data plane has no request of this connection in flight.
+awaitable<bool> ClientSession::wait_kernel_idle()
+{
+    auto* dp = server_.dataplane();
+    if (!tracked_ || !dp)
+        co_return true;
+    auto limit = std::chrono::steady_clock::now() + server_.runtime()->policy().daemon.request_timeout;
+    asio::steady_timer t(server_.io());
+    for (;;) {
+        auto c = dp->conn(key_);
+        if (!c || c->k_outstanding == 0)
+            co_return true;
+        if (std::chrono::steady_clock::now() > limit || closing_)
+            co_return false;
+        t.expires_after(kKernelPoll);
+        error_code ec;
+        co_await t.async_wait(asio::redirect_error(use_awaitable, ec));
+    }
+}
+
+awaitable<bool> ClientSession::write_client(std::string_view data)
+{
+    error_code ec;
+    co_await asio::async_write(sock_, asio::buffer(data.data(), data.size()),
+                               asio::redirect_error(use_awaitable, ec));
+    co_return !ec;
+}
+
+awaitable<void> ClientSession::respond(int status, std::string_view text, bool close)
+{
+    if (co_await wait_kernel_idle())
+        co_await write_client(make_response(status, text, close));
+    answered();
+}
+
+awaitable<bool> ClientSession::forward_request_body(UpstreamConn& up, const l7_msg& m,
+                                                    bool& body_error)
+{
+    body_error = false;
+    if (m.body_kind == L7_BODY_NONE)
+        co_return true;
+    BodyFramer framer(m.body_kind, m.content_length);
+    Deadline deadline(server_.io());
+    const auto timeout = server_.runtime()->policy().daemon.request_timeout;
+    for (;;) {
+        if (in_len_ > 0) {
+            long k = framer.feed({in_.data(), in_len_});
+            if (k < 0) {
+                body_error = true;
+                co_return false;
+            }
+            error_code ec;
+            co_await asio::async_write(up.socket(), asio::buffer(in_.data(), static_cast<size_t>(k)),
+                                       asio::redirect_error(use_awaitable, ec));
+            if (ec)
+                co_return false;
+            consume(static_cast<size_t>(k));
+        }
+        if (framer.done())
+            co_return true;
+        if (in_.size() < kReadChunk)
+            in_.resize(kReadChunk);
+        deadline.arm(timeout, {&sock_});
+        error_code ec;
+        size_t n = co_await sock_.async_read_some(asio::buffer(in_.data() + in_len_, in_.size() - in_len_),
+                                                  asio::redirect_error(use_awaitable, ec));
+        if (ec || deadline.fired())
+            co_return false;
+        in_len_ += n;
+    }
+}
+
+awaitable<ClientSession::Exchange> ClientSession::pipe_response(UpstreamConn& up, bool req_head,
+                                                                l7_resp_state start,
+                                                                bool wait_kernel)
+{
+    Exchange x;
+    std::vector<char> buf(kReadChunk);
+    size_t len = 0;
+    Deadline deadline(server_.io());
+    const auto timeout = server_.runtime()->policy().daemon.request_timeout;
+    BodyFramer framer;
+    bool in_body = start.phase == L7_RESP_BODY;
+    if (in_body)
+        framer = BodyFramer(start.body);
+    x.close = start.close_after;
+    x.status = start.status;
+
+    auto read_more = [&]() -> awaitable<long> {
+        if (buf.size() < len + kReadChunk)
+            buf.resize(std::min<size_t>(len + kReadChunk, L7_USER_MAX_HDR_BLOCK + kReadChunk));
+        if (len == buf.size())
+            co_return -1;
+        deadline.arm(timeout, {&up.socket()});
+        error_code ec;
+        size_t n = co_await up.socket().async_read_some(asio::buffer(buf.data() + len, buf.size() - len),
+                                                        asio::redirect_error(use_awaitable, ec));
+        if (deadline.fired())
+            co_return -2;
+        if (ec == asio::error::eof)
+            co_return 0;
+        if (ec)
+            co_return -1;
+        len += n;
+        co_return static_cast<long>(n);
+    };
+    auto send = [&](size_t n) -> awaitable<bool> {
+        if (!x.wrote && wait_kernel && !co_await wait_kernel_idle())
+            co_return false;
+        x.wrote = true;
+        bool ok = co_await write_client({buf.data(), n});
+        x.bytes += n;
+        std::memmove(buf.data(), buf.data() + n, len - n);
+        len -= n;
+        co_return ok;
+    };
+
+    while (!in_body) {
+        l7_msg m;
+        int st = len ? parse_head({buf.data(), len}, false, &m) : L7_P_MORE;
+        if (st == L7_P_MORE) {
+            long r = co_await read_more();
+            if (r <= 0) {
+                x.status = r == -2 ? 504 : 502;
+                co_return x;
+            }
+            continue;
+        }
+        if (st == L7_P_ERROR) {
+            x.status = 502;
+            co_return x;
+        }
+        l7_response_body(&m, req_head ? 1 : 0);
+        x.status = m.status;
+        if (m.flags & L7_MF_CLOSE)
+            x.close = true;
+        if (!co_await send(m.hdr_len))
+            co_return x;
+        if (m.status == 101) {
+            x.ok = true;
+            x.close = true;
+            co_return x;  // caller switches to a tunnel
+        }
+        if (m.status < 200)
+            continue;
+        framer = BodyFramer(m.body_kind, m.content_length);
+        in_body = true;
+    }
+    while (!framer.done()) {
+        if (len > 0) {
+            long k = framer.feed({buf.data(), len});
+            if (k < 0)
+                co_return x;
+            if (k > 0 && !co_await send(static_cast<size_t>(k)))
+                co_return x;
+            if (framer.done())
+                break;
+        }
+        long r = co_await read_more();
+        if (r == 0 && framer.until_close()) {
+            x.ok = true;
+            x.close = true;
+            co_return x;
+        }
+        if (r <= 0)
+            co_return x;
+    }
+    x.ok = true;
+    // bytes past the end of the response: the upstream is not speaking HTTP
+    // the way we framed it, so its connection is not reused
+    x.reusable = len == 0 && !x.close;
+    co_return x;
+}
+
+awaitable<void> ClientSession::tunnel(UpstreamPtr up, std::vector<char> pending)
+{
+    // After 101 Switching Protocols both directions are opaque bytes.
+    auto self = shared_from_this();
+    auto pump = [](tcp::socket& from, tcp::socket& to) -> awaitable<void> {
+        std::vector<char> b(kReadChunk);
+        for (;;) {
+            error_code ec;
+            size_t n = co_await from.async_read_some(asio::buffer(b), asio::redirect_error(use_awaitable, ec));
+            if (ec)
+                break;
+            co_await asio::async_write(to, asio::buffer(b.data(), n), asio::redirect_error(use_awaitable, ec));
+            if (ec)
+                break;
+        }
+        error_code ig;
+        to.shutdown(tcp::socket::shutdown_send, ig);
+    };
+    if (!pending.empty()) {
+        error_code ec;
+        co_await asio::async_write(up->socket(), asio::buffer(pending), asio::redirect_error(use_awaitable, ec));
+    }
+    asio::co_spawn(server_.io(), [up, self, pump]() -> awaitable<void> {
+        co_await pump(up->socket(), self->sock_);
+    }, asio::detached);
+    co_await pump(sock_, up->socket());
+}
+
+awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
+{
+    const char* why = "closing";
+    while (!closing_) {
+        l7_msg m;
+        int st = co_await read_request_head(m);
+        if (st == -1) {
+            why = "timed out waiting for a request";
+            if (m.status == 408)
+                co_await respond(408, "request head not received in time\n", true);
+            break;
+        }
+        if (st < 0) {
+            why = "client closed or read failed";
+            break;
+        }
+        if (st == L7_P_ERROR) {
+            co_await respond(m.status ? m.status : 400, "malformed request\n", true);
+            why = "malformed request";
+            break;
+        }
+        auto rt = server_.runtime();
+        const auto& d = rt->policy().daemon;
+        std::span<const char> head(in_.data(), m.hdr_len);
+        bool close = (m.flags & L7_MF_CLOSE) != 0;
+
+        if (m.flags & L7_MF_EXPECT_OTHER) {
+            co_await respond(417, "unsupported expectation\n", true);
+            break;
+        }
+        if (m.method == L7_M_CONNECT) {
+            co_await respond(501, "CONNECT is not supported\n", true);
+            break;
+        }
+
+        std::vector<policy::HeaderField> fields;
+        fields.reserve(m.n_hdrs);
+        for (unsigned i = 0; i < m.n_hdrs && i < L7_MAX_HEADERS; i++)
+            fields.push_back({std::string_view(head.data() + m.hdr[i].name_off, m.hdr[i].name_len),
+                              std::string_view(head.data() + m.hdr[i].val_off, m.hdr[i].val_len)});
+        policy::RequestView view;
+        view.method = std::string_view(head.data(), std::min<size_t>(head.size(), std::string_view(head.data(), head.size()).find(' ')));
+        view.target = std::string_view(head.data() + m.target_off, m.target_len);
+        view.headers = fields;
+        view.listener = static_cast<uint32_t>(rt->policy().listeners.size());
+        for (size_t i = 0; i < rt->policy().listeners.size(); i++)
+            if (rt->policy().listeners[i].address == listener_)
+                view.listener = static_cast<uint32_t>(i);
+        std::optional<uint32_t> route_index = rt->router->route(view);
+        if (!route_index) {
+            server_.count_no_route();
+            // the body, if any, is not read: close rather than resynchronise
+            co_await respond(404, "no route\n", close || m.body_kind != L7_BODY_NONE);
+            if (close || m.body_kind != L7_BODY_NONE)
+                break;
+            consume(m.hdr_len);
+            continue;
+        }
+        const policy::Route& route = rt->policy().routes[*route_index];
+        UserRouteCounters& rc = server_.user_counters_for(route.name);
+        rc.requests++;
+        rc.bytes_in += m.hdr_len + (m.body_kind == L7_BODY_LENGTH ? m.content_length : 0);
+
+        size_t ci = policy::Router::choose_cluster(route, random_u32()).value_or(0);
+        const policy::Cluster* cluster = rt->policy().find_cluster(route.clusters[ci].cluster);
+        size_t cluster_index = static_cast<size_t>(cluster - rt->policy().clusters.data());
+        size_t ei = policy::Router::choose_endpoint(*cluster, server_.next_rr(cluster->name),
+                                                    random_u32()).value_or(0);
+        uint32_t pool_id = rt->endpoint_pool[cluster_index][ei];
+
+        error_code ec;
+        UpstreamPtr up = co_await server_.pool().acquire(pool_id, ec);
+        if (!up) {
+            int code = ec == errc::no_buffer_space ? 503
+                       : ec == errc::timed_out      ? 504
+                                                         : 502;
+            rc.status[status_class(code)]++;
+            log::info("route ", route.name, ": upstream ",
+                      cluster->endpoints[ei].address.str(), ": ", ec.message());
+            bool must_close = close || m.body_kind != L7_BODY_NONE;
+            co_await respond(code, "upstream unavailable: " + ec.message() + "\n", must_close);
+            if (must_close)
+                break;
+            consume(m.hdr_len);
+            continue;
+        }
+
+        // A client that waits for 100 Continue gets it from us: the request
+        // body is read before the upstream's answer, which is then relayed.
+        if ((m.flags & L7_MF_EXPECT_100) && m.body_kind != L7_BODY_NONE &&
+            in_len_ == m.hdr_len) {
+            if (co_await wait_kernel_idle())
+                co_await write_client("HTTP/1.1 100 Continue\r\n\r\n");
+        }
+
+        error_code wec;
+        co_await asio::async_write(up->socket(), asio::buffer(in_.data(), m.hdr_len),
+                                   asio::redirect_error(use_awaitable, wec));
+        consume(m.hdr_len);
+        bool body_error = false;
+        bool body_ok = !wec && co_await forward_request_body(*up, m, body_error);
+        if (!body_ok) {
+            server_.pool().release(up, false);
+            int code = body_error ? 400 : 502;
+            rc.status[status_class(code)]++;
+            co_await respond(code, body_error ? "malformed request body\n" : "upstream write failed\n",
+                             true);
+            break;
+        }
+
+        l7_resp_state start{};
+        start.phase = L7_RESP_START;
+        Exchange x = co_await pipe_response(*up, m.method == L7_M_HEAD, start, true);
+        rc.status[status_class(x.status)]++;
+        rc.bytes_out += x.bytes;
+        if (x.ok && x.status == 101) {
+            std::vector<char> pending(in_.data(), in_.data() + in_len_);
+            in_len_ = 0;
+            answered();
+            co_await tunnel(up, std::move(pending));
+            server_.pool().release(up, false);
+            break;
+        }
+        server_.pool().release(up, x.ok && x.reusable);
+        if (!x.ok) {
+            if (!x.wrote)
+                co_await respond(x.status ? x.status : 502, "upstream failed\n", true);
+            else
+                answered();
+            break;
+        }
+        answered();
+        if (close || x.close)
+            break;
+        (void)d;
+    }
+    log::debug(dataplane::to_string(key_), ": session ends: ", why);
+    finish();
+}
+
+void ClientSession::relay(UpstreamPtr up, const l7_slot& snapshot)
+{
+    asio::co_spawn(server_.io(), relay_coro(shared_from_this(), std::move(up), snapshot),
+                   asio::detached);
+}
+
+awaitable<void> ClientSession::relay_coro(std::shared_ptr<ClientSession> self, UpstreamPtr up,
+                                          l7_slot snapshot)
+{
+    Exchange x = co_await pipe_response(*up, snapshot.resp.req_head, snapshot.resp, false);
+    server_.pool().finish_relay(up, x.ok && x.reusable && !snapshot.resp.close_after);
+    if (server_.dataplane())
+        server_.dataplane()->conn_clear_outstanding(key_);
+    if (!x.ok || x.close || snapshot.resp.close_after)
+        close_after_response();
+}
+
+void ClientSession::kernel_failed(int status, const l7_slot& snapshot)
+{
+    log::debug(dataplane::to_string(key_), ": kernel exchange failed (", status, ", ",
+               snapshot.resp.bytes, " response bytes sent)");
+    auto self = shared_from_this();
+    asio::co_spawn(server_.io(), [self, status, snapshot]() -> awaitable<void> {
+        if (snapshot.resp.bytes == 0)
+            co_await self->write_client(make_response(status, "upstream failed\n", true));
+        if (self->server_.dataplane())
+            self->server_.dataplane()->conn_clear_outstanding(self->key_);
+        self->closing_ = true;
+        self->finish();
+    }, asio::detached);
+}
+
+void ClientSession::kernel_until_close()
+{
+    if (server_.dataplane())
+        server_.dataplane()->conn_clear_outstanding(key_);
+    close_after_response();
+}
+
+void ClientSession::close_after_response()
+{
+    log::debug(dataplane::to_string(key_), ": closing after the response");
+    // FIN follows whatever is queued; the client reads the response first
+    closing_ = true;
+    error_code ig;
+    sock_.shutdown(tcp::socket::shutdown_send, ig);
+}
+
+}  // namespace l7fast::proxy

@@ -1,0 +1,92 @@
+// One client connection accepted by l7fastd: reads what the data plane
+// passes to the slow path, answers it with the reference policy, and
+// finishes kernel exchanges the data plane hands over.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "common/Asio.hpp"
+#include "dataplane/Abi.hpp"
+#include "policy/Policy.hpp"
+#include "proxy/Http.hpp"
+#include "proxy/UpstreamPool.hpp"
+
+namespace l7fast::proxy {
+
+class ProxyServer;
+struct PolicyRuntime;
+
+// Cancels socket operations when a time limit passes. The handler may run
+// after its owner is gone, so it only touches shared state.
+class Deadline {
+public:
+    explicit Deadline(asio::io_context& io) : timer_(io) {}
+    ~Deadline() { disarm(); }
+    void arm(std::chrono::milliseconds d, std::vector<tcp::socket*> socks);
+    void disarm();
+    bool fired() const { return state_ && state_->fired; }
+
+private:
+    struct State {
+        bool fired = false, disarmed = false;
+        std::vector<tcp::socket*> socks;
+    };
+    asio::steady_timer timer_;
+    std::shared_ptr<State> state_;
+};
+
+class ClientSession : public std::enable_shared_from_this<ClientSession> {
+public:
+    ClientSession(ProxyServer& server, tcp::socket sock, const l7_conn_key& key,
+                  const policy::SocketAddress& listener, bool tracked);
+    void start();
+
+    // Kernel exchanges the data plane could not finish.
+    void relay(UpstreamPtr up, const l7_slot& snapshot);
+    void kernel_failed(int status, const l7_slot& snapshot);
+    void kernel_until_close();
+    void close_after_response();
+
+private:
+    struct Exchange {
+        bool ok = false;        // response completely forwarded
+        bool close = false;     // connection must close afterwards
+        bool reusable = false;  // upstream connection may be pooled again
+        bool wrote = false;     // something was written to the client
+        int status = 0;
+        uint64_t bytes = 0;
+    };
+
+    // `self` keeps the session alive from the moment the coroutine is
+    // created: it may not run before the caller's references are gone.
+    awaitable<void> run(std::shared_ptr<ClientSession> self);
+    awaitable<int> read_request_head(l7_msg& m);
+    awaitable<bool> wait_kernel_idle();
+    awaitable<bool> write_client(std::string_view data);
+    awaitable<void> respond(int status, std::string_view text, bool close);
+    awaitable<bool> forward_request_body(UpstreamConn& up, const l7_msg& m, bool& body_error);
+    awaitable<Exchange> pipe_response(UpstreamConn& up, bool req_head, l7_resp_state start,
+                                      bool wait_kernel);
+    awaitable<void> tunnel(UpstreamPtr up, std::vector<char> pending);
+    awaitable<void> relay_coro(std::shared_ptr<ClientSession> self, UpstreamPtr up,
+                               l7_slot snapshot);
+    void consume(size_t n);
+    void answered();
+    void finish();
+
+    ProxyServer& server_;
+    tcp::socket sock_;
+    l7_conn_key key_;
+    policy::SocketAddress listener_;
+    bool tracked_;          // the data plane has an entry for this connection
+    std::vector<char> in_;  // bytes read from the client, not yet used
+    size_t in_len_ = 0;
+    uint64_t answered_ = 0;  // slow-path requests answered (l7_conn_user.u_done)
+    bool closing_ = false;
+    bool finished_ = false;
+};
+
+}  // namespace l7fast::proxy

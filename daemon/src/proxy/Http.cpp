@@ -1,0 +1,95 @@
+#include "proxy/Http.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+namespace l7fast::proxy {
+
+int parse_head(std::span<const char> bytes, bool is_request, l7_msg* out)
+{
+    // One workspace per thread: parsing is synchronous, and the workspace is
+    // the size of the largest head the slow path accepts.
+    thread_local std::unique_ptr<l7_ws> ws = std::make_unique<l7_ws>();
+    size_t n = std::min(bytes.size(), static_cast<size_t>(L7_WS_BUF));
+    std::memcpy(ws->buf, bytes.data(), n);
+    ws->len = static_cast<__u32>(n);
+    int st = l7_parse_head(ws.get(), is_request ? 1 : 0);
+    *out = ws->msg;
+    return st;
+}
+
+const char* reason_phrase(int status)
+{
+    switch (status) {
+    case 100: return "Continue";
+    case 200: return "OK";
+    case 204: return "No Content";
+    case 400: return "Bad Request";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 408: return "Request Timeout";
+    case 413: return "Content Too Large";
+    case 417: return "Expectation Failed";
+    case 429: return "Too Many Requests";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    case 505: return "HTTP Version Not Supported";
+    }
+    return "Unknown";
+}
+
+std::string make_response(int status, std::string_view body, bool close,
+                          std::string_view extra_headers)
+{
+    std::string r = "HTTP/1.1 " + std::to_string(status) + " " + reason_phrase(status) + "\r\n";
+    r += "content-type: text/plain\r\n";
+    r += "content-length: " + std::to_string(body.size()) + "\r\n";
+    if (close)
+        r += "connection: close\r\n";
+    r += extra_headers;
+    r += "\r\n";
+    r += body;
+    return r;
+}
+
+long BodyFramer::feed(std::span<const char> bytes)
+{
+    size_t pos = 0, n = bytes.size();
+    if (st_.done)
+        return 0;
+    switch (st_.kind) {
+    case L7_BODY_UNTIL_CLOSE:
+        return static_cast<long>(n);
+    case L7_BODY_LENGTH: {
+        uint64_t take = std::min<uint64_t>(st_.remaining, n);
+        st_.remaining -= take;
+        st_.done = st_.remaining == 0;
+        return static_cast<long>(take);
+    }
+    case L7_BODY_CHUNKED:
+        while (pos < n && !st_.done) {
+            if (st_.phase == L7_CH_DATA) {
+                uint64_t take = std::min<uint64_t>(st_.remaining, n - pos);
+                pos += take;
+                st_.remaining -= take;
+                if (!st_.remaining)
+                    st_.phase = L7_CH_DATA_CR;
+                continue;
+            }
+            if (l7_chunk_byte(&st_, static_cast<__u8>(bytes[pos])) != L7_B_OK)
+                return -1;
+            pos++;
+        }
+        return static_cast<long>(pos);
+    default:
+        st_.done = 1;
+        return 0;
+    }
+}
+
+}  // namespace l7fast::proxy

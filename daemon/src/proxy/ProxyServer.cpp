@@ -1,0 +1,248 @@
+#include "proxy/ProxyServer.hpp"
+
+#include <sys/socket.h>
+
+#include <cstring>
+
+#include "common/Log.hpp"
+#include "dataplane/Dataplane.hpp"
+#include "policy/Router.hpp"
+#include "proxy/ClientSession.hpp"
+
+namespace l7fast::proxy {
+namespace {
+
+tcp::endpoint to_endpoint(const policy::SocketAddress& a)
+{
+    if (a.family == AF_INET6) {
+        asio::ip::address_v6::bytes_type b;
+        std::memcpy(b.data(), a.ip.data(), 16);
+        return {asio::ip::address_v6(b), a.port};
+    }
+    asio::ip::address_v4::bytes_type b;
+    std::memcpy(b.data(), a.ip.data(), 4);
+    return {asio::ip::address_v4(b), a.port};
+}
+
+}  // namespace
+
+const policy::Policy& PolicyRuntime::policy() const { return router->policy(); }
+
+bool ConnKeyLess::operator()(const l7_conn_key& a, const l7_conn_key& b) const
+{
+    return std::memcmp(&a, &b, sizeof(a)) < 0;
+}
+
+ProxyServer::ProxyServer(asio::io_context& io, dataplane::Dataplane* dp, bool offload_remote)
+    : io_(io),
+      dp_(dp),
+      offload_remote_(offload_remote),
+      pool_(io, dp, [this](KernelExchangeEnd e) { on_exchange_end(std::move(e)); })
+{
+}
+
+ProxyServer::~ProxyServer() { stop(); }
+
+uint32_t ProxyServer::listener_id_for(const policy::SocketAddress& a)
+{
+    if (auto it = listener_ids_.find(a); it != listener_ids_.end())
+        return it->second;
+    for (uint32_t id = 0; id < L7_MAX_LISTENERS; id++) {
+        bool used = false;
+        for (const auto& [addr, lid] : listener_ids_)
+            used = used || lid == id;
+        if (!used) {
+            listener_ids_[a] = id;
+            return id;
+        }
+    }
+    throw std::runtime_error("more than 64 listening addresses over this daemon's lifetime");
+}
+
+void ProxyServer::apply(std::shared_ptr<const PolicyRuntime> rt)
+{
+    // Phase 1: open what is new. A failure throws before anything the
+    // running policy uses has been touched.
+    std::vector<std::shared_ptr<Listening>> opened;
+    for (size_t i = 0; i < rt->policy().listeners.size(); i++) {
+        const auto& addr = rt->policy().listeners[i].address;
+        bool have = false;
+        for (const auto& cur : listening_)
+            have = have || cur->address == addr;
+        if (have)
+            continue;
+        auto l = std::make_shared<Listening>();
+        l->address = addr;
+        l->id = rt->listener_ids.at(i);
+        l->acceptor = std::make_unique<tcp::acceptor>(io_);
+        tcp::endpoint ep = to_endpoint(addr);
+        error_code ec;
+        l->acceptor->open(ep.protocol(), ec);
+        if (!ec)
+            l->acceptor->set_option(tcp::acceptor::reuse_address(true), ec);
+        if (!ec && ep.protocol() == tcp::v6() && addr.is_wildcard())
+            l->acceptor->set_option(asio::ip::v6_only(false), ec);
+        if (!ec)
+            l->acceptor->bind(ep, ec);
+        if (!ec)
+            l->acceptor->listen(asio::socket_base::max_listen_connections, ec);
+        if (ec)
+            throw std::runtime_error("cannot listen on " + addr.str() + ": " + ec.message());
+        opened.push_back(std::move(l));
+    }
+
+    // Phase 2: commit. Listeners the policy dropped stop accepting; their
+    // connections carry on.
+    std::vector<std::shared_ptr<Listening>> next;
+    for (const auto& lst : rt->policy().listeners) {
+        for (auto* group : {&listening_, &opened})
+            for (auto& l : *group)
+                if (l && l->address == lst.address)
+                    next.push_back(std::move(l));
+    }
+    for (auto& old : listening_) {
+        if (old) {
+            log::info("no longer listening on ", old->address.str());
+            error_code ig;
+            old->acceptor->close(ig);
+        }
+    }
+    listening_ = std::move(next);
+    rt_ = std::move(rt);
+
+    std::vector<policy::SocketAddress> upstreams;
+    for (const auto& c : rt_->policy().clusters)
+        for (const auto& e : c.endpoints)
+            upstreams.push_back(e.address);
+    pool_.retain_only(upstreams);
+    const auto& d = rt_->policy().daemon;
+    pool_.set_limits(d.pool_min_idle, d.pool_max, d.connect_timeout);
+    for (auto& l : listening_) {
+        if (l->accepting)
+            continue;
+        l->accepting = true;
+        log::info("listening on ", l->address.str());
+        asio::co_spawn(io_, accept_loop(l), asio::detached);
+    }
+    pool_.warm_all();
+}
+
+void ProxyServer::stop()
+{
+    for (auto& l : listening_) {
+        error_code ig;
+        if (l && l->acceptor)
+            l->acceptor->close(ig);
+    }
+    listening_.clear();
+}
+
+awaitable<void> ProxyServer::accept_loop(std::shared_ptr<Listening> l)
+{
+    tcp::acceptor& acc = *l->acceptor;
+    const uint32_t lid = l->id;
+    const policy::SocketAddress addr = l->address;
+    for (;;) {
+        error_code ec;
+        tcp::socket sock = co_await acc.async_accept(asio::redirect_error(use_awaitable, ec));
+        if (ec == asio::error::operation_aborted || !acc.is_open())
+            co_return;  // closed by a reload or stop
+        if (ec) {
+            log::warning("accepting on ", addr.str(), ": ", ec.message());
+            asio::steady_timer t(io_);
+            t.expires_after(std::chrono::milliseconds(50));
+            co_await t.async_wait(asio::redirect_error(use_awaitable, ec));
+            continue;
+        }
+        sock.set_option(tcp::no_delay(true), ec);
+        l7_conn_key key{};
+        if (!dataplane::conn_key_of(sock.native_handle(), false, &key))
+            continue;
+        bool tracked = false;
+        if (dp_) {
+            if (dp_->conn(key)) {
+                // a local client: its own socket is in the data plane already;
+                // ours is the target when a response must go over TCP
+                tracked = dp_->insert_accepted_socket(key, sock.native_handle(), false);
+            } else if (offload_remote_ && dp_->conn_create(key, lid, L7_SIDE_REMOTE)) {
+                tracked = dp_->insert_accepted_socket(key, sock.native_handle(), true);
+                if (tracked) {
+                    // bytes that arrived before the socket joined the map were
+                    // not parsed; waking the socket makes strparser read them
+                    int one = 1;
+                    ::setsockopt(sock.native_handle(), SOL_SOCKET, SO_RCVLOWAT, &one, sizeof(one));
+                } else {
+                    dp_->conn_forget(key);
+                }
+            }
+            if (tracked)
+                dp_->conn_set_user_done(key, 0);
+        }
+        auto session = std::make_shared<ClientSession>(*this, std::move(sock), key, addr, tracked);
+        session_started(key, session);
+        session->start();
+    }
+}
+
+void ProxyServer::session_started(const l7_conn_key& k, const std::shared_ptr<ClientSession>& s)
+{
+    sessions_[k] = s;
+}
+
+void ProxyServer::session_ended(const l7_conn_key& k) { sessions_.erase(k); }
+
+std::shared_ptr<ClientSession> ProxyServer::session_for(const l7_conn_key& k)
+{
+    auto it = sessions_.find(k);
+    return it == sessions_.end() ? nullptr : it->second.lock();
+}
+
+void ProxyServer::on_event(const l7_event& ev)
+{
+    switch (ev.type) {
+    case L7_EV_TRACE: {
+        static const char* const names[] = {"?", "request", "request-redirect", "response",
+                                            "response-redirect", "slot-kill"};
+        log::debug("trace ", names[ev.slot < 6 ? ev.slot : 0], " ", dataplane::to_string(ev.conn),
+                   " ", ev.arg[0], " ", ev.arg[1]);
+        break;
+    }
+    case L7_EV_CLOSE_CLIENT:
+        if (auto s = session_for(ev.conn))
+            s->close_after_response();
+        break;
+    case L7_EV_RELAY:
+    case L7_EV_SLOT_DEAD:
+        pool_.on_slot_event(ev.slot);
+        break;
+    }
+}
+
+void ProxyServer::on_exchange_end(KernelExchangeEnd e)
+{
+    auto s = session_for(e.snapshot.client);
+    switch (e.kind) {
+    case KernelExchangeEnd::Kind::Relay:
+        if (s)
+            s->relay(e.conn, e.snapshot);
+        else
+            pool_.finish_relay(e.conn, false);
+        break;
+    case KernelExchangeEnd::Kind::UntilClose:
+        if (s)
+            s->kernel_until_close();
+        break;
+    case KernelExchangeEnd::Kind::Failed:
+        if (s)
+            s->kernel_failed(e.status, e.snapshot);
+        break;
+    }
+}
+
+void ProxyServer::tick()
+{
+    if (rt_)
+        pool_.sweep(rt_->policy().daemon.request_timeout);
+}
+
+}  // namespace l7fast::proxy

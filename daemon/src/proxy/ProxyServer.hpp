@@ -1,0 +1,115 @@
+// The slow path: l7fastd's listeners, one ClientSession per accepted
+// connection, and the endings of kernel exchanges the data plane could not
+// finish itself (relays, upstream failures, close requests).
+//
+// Every accepted connection is registered with the data plane first: a
+// client whose own socket the data plane already knows (a local client)
+// keeps sending through SK_MSG and only what the kernel passes arrives here;
+// a remote client's bytes arrive here through SK_SKB, which redirects what it
+// can. Whatever reaches this socket is the slow path's to answer, with the
+// same policy (policy::Router) and the same HTTP parser as the kernel.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/Asio.hpp"
+#include "dataplane/Abi.hpp"
+#include "policy/Policy.hpp"
+#include "proxy/UpstreamPool.hpp"
+
+namespace l7fast::policy {
+class Router;
+}
+namespace l7fast::dataplane {
+class Dataplane;
+}
+
+namespace l7fast::proxy {
+
+class ClientSession;
+
+// One policy generation as the slow path uses it.
+struct PolicyRuntime {
+    std::shared_ptr<const policy::Router> router;  // owns the policy
+    const policy::Policy& policy() const;
+    uint64_t generation = 0;
+    std::vector<uint32_t> listener_ids;               // stable id per policy listener
+    std::vector<std::vector<uint32_t>> endpoint_pool;  // per cluster, per endpoint
+};
+
+// Slow-path counters of one route (the kernel counts its own).
+struct UserRouteCounters {
+    uint64_t requests = 0;
+    uint64_t status[6] = {};
+    uint64_t bytes_in = 0, bytes_out = 0;
+};
+
+struct ConnKeyLess {
+    bool operator()(const l7_conn_key& a, const l7_conn_key& b) const;
+};
+
+class ProxyServer {
+public:
+    ProxyServer(asio::io_context& io, dataplane::Dataplane* dp, bool offload_remote);
+    ~ProxyServer();
+
+    // Switches to a new policy: opens listeners it adds, closes listeners it
+    // removes (their connections stay), keeps the rest. Throws on a listener
+    // that cannot be opened (the caller keeps the old policy then).
+    void apply(std::shared_ptr<const PolicyRuntime> rt);
+    std::shared_ptr<const PolicyRuntime> runtime() const { return rt_; }
+    void stop();
+
+    UpstreamPool& pool() { return pool_; }
+    dataplane::Dataplane* dataplane() { return dp_; }
+    asio::io_context& io() { return io_; }
+
+    // Data-plane events.
+    void on_event(const l7_event& ev);
+    // Periodic maintenance: pool sweep and warm-up.
+    void tick();
+
+    // Stable id of a listening address (kept across reloads).
+    uint32_t listener_id_for(const policy::SocketAddress& a);
+    const std::map<std::string, UserRouteCounters>& user_counters() const { return user_counters_; }
+    UserRouteCounters& user_counters_for(const std::string& route) { return user_counters_[route]; }
+    size_t sessions() const { return sessions_.size(); }
+    uint64_t user_requests_no_route() const { return no_route_; }
+    // Round-robin cursor of a cluster in the slow path.
+    uint64_t next_rr(const std::string& cluster) { return rr_[cluster]++; }
+    void count_no_route() { no_route_++; }
+
+    void session_started(const l7_conn_key& k, const std::shared_ptr<ClientSession>& s);
+    void session_ended(const l7_conn_key& k);
+
+private:
+    struct Listening {
+        policy::SocketAddress address;
+        uint32_t id;
+        std::unique_ptr<tcp::acceptor> acceptor;
+        bool accepting = false;
+    };
+
+    awaitable<void> accept_loop(std::shared_ptr<Listening> l);
+    void on_exchange_end(KernelExchangeEnd end);
+    std::shared_ptr<ClientSession> session_for(const l7_conn_key& k);
+
+    asio::io_context& io_;
+    dataplane::Dataplane* dp_;
+    bool offload_remote_;
+    UpstreamPool pool_;
+    std::shared_ptr<const PolicyRuntime> rt_;
+    std::vector<std::shared_ptr<Listening>> listening_;
+    std::map<policy::SocketAddress, uint32_t> listener_ids_;
+    std::map<l7_conn_key, std::weak_ptr<ClientSession>, ConnKeyLess> sessions_;
+    std::map<std::string, UserRouteCounters> user_counters_;
+    uint64_t no_route_ = 0;
+    std::map<std::string, uint64_t> rr_;
+};
+
+}  // namespace l7fast::proxy

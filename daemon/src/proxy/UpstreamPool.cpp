@@ -1,0 +1,427 @@
+#include "proxy/UpstreamPool.hpp"
+
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "common/Log.hpp"
+#include "dataplane/Dataplane.hpp"
+
+namespace l7fast::proxy {
+namespace {
+
+// The data plane changes the state with BPF atomics on the same memory.
+std::atomic_ref<__u64> state_of(l7_slot* s) { return std::atomic_ref<__u64>(s->state); }
+
+bool cas(l7_slot* s, __u64 from, __u64 to) { return state_of(s).compare_exchange_strong(from, to); }
+
+uint64_t monotonic_ns()
+{
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+tcp::endpoint to_endpoint(const policy::SocketAddress& a)
+{
+    if (a.family == AF_INET6) {
+        asio::ip::address_v6::bytes_type b;
+        std::memcpy(b.data(), a.ip.data(), 16);
+        return {asio::ip::address_v6(b), a.port};
+    }
+    asio::ip::address_v4::bytes_type b;
+    std::memcpy(b.data(), a.ip.data(), 4);
+    return {asio::ip::address_v4(b), a.port};
+}
+
+// The source address the kernel would pick for `dst`: a connected UDP socket
+// tells without sending anything. Needed to know a pooled connection's
+// 4-tuple before connect(), so the data plane can adopt the backend's end
+// the moment the handshake completes.
+asio::ip::address source_for(asio::io_context& io, const tcp::endpoint& dst)
+{
+    asio::ip::udp::socket probe(io);
+    error_code ec;
+    probe.open(dst.protocol() == tcp::v4() ? asio::ip::udp::v4() : asio::ip::udp::v6(), ec);
+    if (!ec)
+        probe.connect(asio::ip::udp::endpoint(dst.address(), dst.port() ? dst.port() : 9), ec);
+    if (ec)
+        return dst.protocol() == tcp::v4() ? asio::ip::address(asio::ip::address_v4::any())
+                                           : asio::ip::address(asio::ip::address_v6::any());
+    return probe.local_endpoint(ec).address();
+}
+
+sockaddr_storage to_storage(const tcp::endpoint& e)
+{
+    sockaddr_storage ss{};
+    std::memcpy(&ss, e.data(), e.size());
+    return ss;
+}
+
+}  // namespace
+
+UpstreamConn::UpstreamConn(UpstreamPool& pool, uint32_t slot, tcp::socket sock)
+    : pool_(pool), slot_(slot), sock_(std::move(sock))
+{
+}
+
+UpstreamPool::UpstreamPool(asio::io_context& io, dataplane::Dataplane* dp,
+                           ExchangeHandler on_exchange_end)
+    : io_(io), dp_(dp), on_exchange_end_(std::move(on_exchange_end))
+{
+    if (!dp_)
+        local_slots_.resize(L7_MAX_SLOTS);
+}
+
+UpstreamPool::~UpstreamPool()
+{
+    for (auto& c : conns_) {
+        if (c) {
+            error_code ec;
+            c->sock_.close(ec);
+        }
+    }
+}
+
+l7_slot* UpstreamPool::slot(uint32_t id)
+{
+    if (id >= L7_MAX_SLOTS)
+        return nullptr;
+    return dp_ ? dp_->slot(id) : &local_slots_[id];
+}
+
+size_t UpstreamPool::open_connections() const
+{
+    size_t n = 0;
+    for (const auto& c : conns_)
+        n += c != nullptr;
+    return n;
+}
+
+std::optional<uint32_t> UpstreamPool::pool_id_for(const policy::SocketAddress& addr)
+{
+    if (auto it = ids_.find(addr); it != ids_.end()) {
+        pools_[it->second].in_use = true;
+        return it->second;
+    }
+    for (uint32_t id = 0; id < L7_MAX_POOLS; id++) {
+        if (pools_.count(id))
+            continue;
+        pools_[id] = Pool{addr, true};
+        ids_[addr] = id;
+        return id;
+    }
+    return std::nullopt;
+}
+
+void UpstreamPool::retain_only(const std::vector<policy::SocketAddress>& in_use)
+{
+    for (auto it = pools_.begin(); it != pools_.end();) {
+        bool used = false;
+        for (const auto& a : in_use)
+            used = used || a == it->second.address;
+        it->second.in_use = used;
+        if (used) {
+            ++it;
+            continue;
+        }
+        // idle connections of a pool no route uses any more go now; busy
+        // ones finish their exchange and go when they come back
+        bool busy = false;
+        for (uint32_t i = 0; i < L7_SLOTS_PER_POOL; i++) {
+            uint32_t id = it->first * L7_SLOTS_PER_POOL + i;
+            l7_slot* s = slot(id);
+            if (conns_[id] && cas(s, L7_SLOT_IDLE, L7_SLOT_DEAD))
+                retire(conns_[id]);
+            busy = busy || state_of(s).load() != L7_SLOT_EMPTY;
+        }
+        if (busy) {
+            ++it;
+            continue;
+        }
+        ids_.erase(it->second.address);
+        it = pools_.erase(it);
+    }
+}
+
+void UpstreamPool::set_limits(uint32_t min_idle, uint32_t max_per_pool,
+                              std::chrono::milliseconds connect_timeout)
+{
+    max_per_pool_ = std::min<uint32_t>(std::max<uint32_t>(max_per_pool, 1), L7_SLOTS_PER_POOL);
+    min_idle_ = std::min(min_idle, max_per_pool_);
+    connect_timeout_ = connect_timeout;
+}
+
+uint32_t UpstreamPool::count_state(uint32_t pool_id, uint64_t state)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < L7_SLOTS_PER_POOL; i++)
+        n += state_of(slot(pool_id * L7_SLOTS_PER_POOL + i)).load() == state;
+    return n;
+}
+
+void UpstreamPool::warm_all()
+{
+    for (auto& [pid, pool] : pools_) {
+        if (!pool.in_use)
+            continue;
+        uint32_t have = count_state(pid, L7_SLOT_IDLE) + count_state(pid, L7_SLOT_CONNECTING);
+        for (uint32_t i = 0; i < max_per_pool_ && have < min_idle_; i++) {
+            uint32_t id = pid * L7_SLOTS_PER_POOL + i;
+            if (!cas(slot(id), L7_SLOT_EMPTY, L7_SLOT_CONNECTING))
+                continue;
+            have++;
+            asio::co_spawn(
+                io_,
+                [this, pid, id]() -> awaitable<void> {
+                    error_code ec;
+                    co_await connect_slot(pid, id, L7_SLOT_IDLE, ec);
+                    if (ec)
+                        log::debug("pool ", pools_[pid].address.str(), ": ", ec.message());
+                },
+                asio::detached);
+        }
+    }
+}
+
+awaitable<UpstreamPtr> UpstreamPool::connect_slot(uint32_t pool_id, uint32_t id,
+                                                  uint64_t final_state, error_code& ec)
+{
+    l7_slot* s = slot(id);
+    tcp::endpoint ep = to_endpoint(pools_[pool_id].address);
+    tcp::socket sock(io_);
+    l7_conn_key key{};
+    auto fail = [&](error_code e) -> UpstreamPtr {
+        ec = e;
+        if (dp_)
+            dp_->slot_unregister_tuple(key);
+        error_code ig;
+        sock.close(ig);
+        state_of(s).store(L7_SLOT_EMPTY);
+        return nullptr;
+    };
+
+    sock.open(ep.protocol(), ec);
+    if (!ec)
+        sock.bind(tcp::endpoint(source_for(io_, ep), 0), ec);
+    if (ec)
+        co_return fail(ec);
+    tcp::endpoint local = sock.local_endpoint(ec);
+    key = dataplane::make_conn_key(to_storage(local), to_storage(ep));
+
+    // the slot is ours (CONNECTING): reset it before anyone can see it
+    uint64_t st = state_of(s).load();
+    std::memset(s, 0, sizeof(*s));
+    s->state = st;
+    s->pool_id = pool_id;
+    if (dp_ && !dp_->slot_register_tuple(key, id))
+        co_return fail(errc::make_error_code(errc::no_buffer_space));
+
+    // The timer's handler may run after this frame is gone (it can already be
+    // queued when connect completes), so it only touches shared state.
+    struct Guard {
+        bool done = false, timed_out = false;
+        tcp::socket* sock = nullptr;
+    };
+    auto guard = std::make_shared<Guard>();
+    guard->sock = &sock;
+    asio::steady_timer timer(io_);
+    timer.expires_after(connect_timeout_);
+    timer.async_wait([guard](error_code e) {
+        if (!e && !guard->done) {
+            guard->timed_out = true;
+            error_code ig;
+            guard->sock->cancel(ig);
+        }
+    });
+    co_await sock.async_connect(ep, asio::redirect_error(use_awaitable, ec));
+    guard->done = true;
+    timer.cancel();
+    if (guard->timed_out)
+        co_return fail(errc::make_error_code(errc::timed_out));
+    if (ec)
+        co_return fail(ec);
+    sock.set_option(tcp::no_delay(true), ec);
+    if (dp_ && !dp_->insert_upstream_socket(id, sock.native_handle())) {
+        log::warning("pool ", ep, ": cannot add the connection to the data plane (",
+                     std::strerror(errno), "); it serves the slow path only");
+    }
+    auto conn = std::make_shared<UpstreamConn>(*this, id, std::move(sock));
+    conn->key_ = key;
+    conns_[id] = conn;
+    state_of(s).store(final_state);
+    if (final_state == L7_SLOT_IDLE)
+        watch(conn);
+    ec.clear();
+    co_return conn;
+}
+
+awaitable<UpstreamPtr> UpstreamPool::acquire(uint32_t pool_id, error_code& ec)
+{
+    ec.clear();
+    if (!pools_.count(pool_id)) {
+        ec = errc::make_error_code(errc::no_such_device_or_address);
+        co_return nullptr;
+    }
+    for (uint32_t i = 0; i < max_per_pool_; i++) {
+        uint32_t id = pool_id * L7_SLOTS_PER_POOL + i;
+        if (conns_[id] && cas(slot(id), L7_SLOT_IDLE, L7_SLOT_UBUSY)) {
+            error_code ig;
+            conns_[id]->sock_.cancel(ig);  // stop watching: the slow path reads it now
+            co_return conns_[id];
+        }
+    }
+    for (uint32_t i = 0; i < max_per_pool_; i++) {
+        uint32_t id = pool_id * L7_SLOTS_PER_POOL + i;
+        if (cas(slot(id), L7_SLOT_EMPTY, L7_SLOT_CONNECTING))
+            co_return co_await connect_slot(pool_id, id, L7_SLOT_UBUSY, ec);
+    }
+    ec = errc::make_error_code(errc::no_buffer_space);
+    co_return nullptr;
+}
+
+void UpstreamPool::release(const UpstreamPtr& c, bool reusable)
+{
+    l7_slot* s = slot(c->slot_);
+    if (reusable && c->sock_.is_open() && pools_.count(s->pool_id) &&
+        pools_[s->pool_id].in_use && cas(s, L7_SLOT_UBUSY, L7_SLOT_IDLE)) {
+        watch(c);
+        return;
+    }
+    state_of(s).store(L7_SLOT_DEAD);
+    retire(c);
+}
+
+void UpstreamPool::finish_relay(const UpstreamPtr& c, bool reusable)
+{
+    l7_slot* s = slot(c->slot_);
+    if (reusable && c->sock_.is_open() && cas(s, L7_SLOT_RELAY, L7_SLOT_IDLE)) {
+        watch(c);
+        return;
+    }
+    state_of(s).store(L7_SLOT_DEAD);
+    retire(c);
+}
+
+void UpstreamPool::watch(const UpstreamPtr& c)
+{
+    if (c->watching_)
+        return;
+    c->watching_ = true;
+    c->sock_.async_wait(tcp::socket::wait_read, [this, c](error_code ec) {
+        c->watching_ = false;
+        if (conns_[c->slot_] != c)
+            return;  // retired meanwhile
+        if (ec && ec != asio::error::operation_aborted)
+            return;
+        on_readable(c);
+    });
+}
+
+void UpstreamPool::on_readable(const UpstreamPtr& c)
+{
+    l7_slot* s = slot(c->slot_);
+    for (int attempt = 0; attempt < 4; attempt++) {
+        uint64_t st = state_of(s).load();
+        switch (st) {
+        case L7_SLOT_UBUSY:
+        case L7_SLOT_CONNECTING:
+        case L7_SLOT_EMPTY:
+            return;  // someone else owns it
+        case L7_SLOT_DEAD:
+            retire(c);
+            return;
+        case L7_SLOT_RELAY:
+            on_exchange_end_({KernelExchangeEnd::Kind::Relay, *s, c, 0});
+            return;
+        case L7_SLOT_IDLE: {
+            char b;
+            ssize_t n = ::recv(c->sock_.native_handle(), &b, 1, MSG_PEEK | MSG_DONTWAIT);
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+                watch(c);
+                return;
+            }
+            // closed by the backend (keep-alive timeout), or bytes nobody
+            // asked for: either way the connection is done
+            if (cas(s, L7_SLOT_IDLE, L7_SLOT_DEAD)) {
+                retire(c);
+                return;
+            }
+            continue;  // the data plane claimed it meanwhile
+        }
+        case L7_SLOT_KBUSY: {
+            char b;
+            ssize_t n = ::recv(c->sock_.native_handle(), &b, 1, MSG_PEEK | MSG_DONTWAIT);
+            if (n != 0) {
+                // data reaches this socket only once the data plane hands the
+                // response over (RELAY), which it is about to publish
+                watch(c);
+                return;
+            }
+            if (!cas(s, L7_SLOT_KBUSY, L7_SLOT_DEAD))
+                continue;
+            log::debug("pool: upstream ", dataplane::to_string(c->key_), " closed during a kernel exchange");
+            bool until_close = s->resp.phase == L7_RESP_BODY &&
+                               s->resp.body.kind == L7_BODY_UNTIL_CLOSE;
+            on_exchange_end_({until_close ? KernelExchangeEnd::Kind::UntilClose
+                                          : KernelExchangeEnd::Kind::Failed,
+                              *s, nullptr, 502});
+            retire(c);
+            return;
+        }
+        }
+    }
+    watch(c);
+}
+
+void UpstreamPool::on_slot_event(uint32_t id)
+{
+    if (id >= L7_MAX_SLOTS || !conns_[id])
+        return;
+    // wake the watcher; its handler looks at the slot's new state
+    if (conns_[id]->watching_) {
+        error_code ig;
+        conns_[id]->sock_.cancel(ig);
+    }
+}
+
+void UpstreamPool::sweep(std::chrono::milliseconds timeout)
+{
+    uint64_t now = monotonic_ns();
+    uint64_t limit = static_cast<uint64_t>(timeout.count()) * 1000000ull;
+    for (uint32_t id = 0; id < L7_MAX_SLOTS; id++) {
+        auto c = conns_[id];
+        if (!c)
+            continue;
+        l7_slot* s = slot(id);
+        if (state_of(s).load() != L7_SLOT_KBUSY || now - s->req_start_ns < limit)
+            continue;
+        if (!cas(s, L7_SLOT_KBUSY, L7_SLOT_DEAD))
+            continue;
+        log::notice("upstream ", pools_[s->pool_id].address.str(),
+                    " did not answer a kernel-path request within ", timeout.count(), " ms");
+        on_exchange_end_({KernelExchangeEnd::Kind::Failed, *s, nullptr, 504});
+        retire(c);
+    }
+    warm_all();
+}
+
+void UpstreamPool::retire(const UpstreamPtr& c)
+{
+    uint32_t id = c->slot_;
+    log::debug("pool: closing upstream connection ", dataplane::to_string(c->key_), " (slot ", id, ")");
+    if (dp_) {
+        dp_->remove_slot_sockets(id);
+        dp_->slot_unregister_tuple(c->key_);
+    }
+    error_code ig;
+    c->sock_.close(ig);
+    if (conns_[id] == c)
+        conns_[id].reset();
+    state_of(slot(id)).store(L7_SLOT_EMPTY);
+}
+
+}  // namespace l7fast::proxy

@@ -1,0 +1,125 @@
+// Pooled upstream connections, shared by the kernel path and the slow path.
+//
+// Each pooled connection is a slot of the l7_slots table (mmapped from the
+// data plane, or plain memory without one). State changes are compare-and-
+// swap on both sides: the data plane claims IDLE slots for kernel requests,
+// the slow path claims IDLE slots (or opens new connections) for its own, and
+// a connection returns to IDLE when its response is complete. The daemon
+// opens every connection itself (the paper's design: a pool miss is
+// forwarded to the control plane, which connects and fills the pool).
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <system_error>
+#include <vector>
+
+#include "common/Asio.hpp"
+#include "dataplane/Abi.hpp"
+#include "policy/Policy.hpp"
+
+namespace l7fast::dataplane {
+class Dataplane;
+}
+
+namespace l7fast::proxy {
+
+class UpstreamPool;
+
+// One pooled connection (the daemon's end, U_d).
+class UpstreamConn : public std::enable_shared_from_this<UpstreamConn> {
+public:
+    UpstreamConn(UpstreamPool& pool, uint32_t slot, tcp::socket sock);
+    tcp::socket& socket() { return sock_; }
+    uint32_t slot_id() const { return slot_; }
+    const l7_conn_key& key() const { return key_; }
+
+private:
+    friend class UpstreamPool;
+    UpstreamPool& pool_;
+    uint32_t slot_;
+    tcp::socket sock_;
+    l7_conn_key key_{};
+    bool watching_ = false;
+};
+
+using UpstreamPtr = std::shared_ptr<UpstreamConn>;
+
+// What the daemon must do about a kernel exchange that the data plane could
+// not finish (see ProxyServer).
+struct KernelExchangeEnd {
+    enum class Kind {
+        Relay,        // data plane handed the response over: relay it
+        UntilClose,   // response delimited by close: it is complete now
+        Failed,       // upstream closed or timed out before/while responding
+    } kind;
+    l7_slot snapshot;  // slot contents when it ended
+    UpstreamPtr conn;  // Relay: the socket to read the response from
+    int status;        // Failed: 502 or 504
+};
+
+class UpstreamPool {
+public:
+    using ExchangeHandler = std::function<void(KernelExchangeEnd)>;
+
+    UpstreamPool(asio::io_context& io, dataplane::Dataplane* dp, ExchangeHandler on_exchange_end);
+    ~UpstreamPool();
+
+    // Stable id of an upstream address (kept across reloads while in use).
+    std::optional<uint32_t> pool_id_for(const policy::SocketAddress& addr);
+    // Forget pools of addresses no longer referenced by any cluster.
+    void retain_only(const std::vector<policy::SocketAddress>& in_use);
+
+    void set_limits(uint32_t min_idle, uint32_t max_per_pool,
+                    std::chrono::milliseconds connect_timeout);
+    // Opens connections so each pool has min_idle idle ones.
+    void warm_all();
+
+    // A connection for the slow path (state UBUSY), or an error:
+    // connection_refused/timed_out (502/504), no_buffer_space (pool full: 503).
+    awaitable<UpstreamPtr> acquire(uint32_t pool_id, error_code& ec);
+    // Returns a slow-path connection: to the pool if `reusable`, else closed.
+    void release(const UpstreamPtr& c, bool reusable);
+    // Takes over a relayed connection after the relay (reusable or not).
+    void finish_relay(const UpstreamPtr& c, bool reusable);
+
+    // Data-plane events: a slot was handed over or died.
+    void on_slot_event(uint32_t slot);
+    // Times out kernel exchanges older than `timeout`.
+    void sweep(std::chrono::milliseconds timeout);
+
+    l7_slot* slot(uint32_t id);
+    size_t open_connections() const;
+
+private:
+    struct Pool {
+        policy::SocketAddress address;
+        bool in_use = true;
+    };
+
+    awaitable<UpstreamPtr> connect_slot(uint32_t pool_id, uint32_t slot, uint64_t final_state,
+                                        error_code& ec);
+    void watch(const UpstreamPtr& c);
+    void on_readable(const UpstreamPtr& c);
+    void retire(const UpstreamPtr& c);
+    void close_slot(uint32_t id);
+    uint32_t count_state(uint32_t pool_id, uint64_t state);
+
+    asio::io_context& io_;
+    dataplane::Dataplane* dp_;
+    ExchangeHandler on_exchange_end_;
+    std::vector<l7_slot> local_slots_;  // without a data plane
+    std::map<uint32_t, Pool> pools_;
+    std::map<policy::SocketAddress, uint32_t> ids_;
+    std::array<UpstreamPtr, L7_MAX_SLOTS> conns_{};
+    uint32_t min_idle_ = 2, max_per_pool_ = L7_SLOTS_PER_POOL;
+    std::chrono::milliseconds connect_timeout_{1000};
+    uint32_t warming_ = 0;
+};
+
+}  // namespace l7fast::proxy

@@ -1,0 +1,30 @@
+// Who is calling, and may they reload: the daemon side of the access rules
+// that systemd/org.l7fast.Manager1.conf states for the bus.
+#pragma once
+
+#include <systemd/sd-bus.h>
+
+#include <optional>
+#include <string>
+
+#include "control/PolicyFileAccess.hpp"
+
+namespace l7fast::control {
+
+// The sender's uid and groups as the bus daemon saw them when it connected
+// (never read from /proc, which would race with the sender exiting). When
+// the bus does not report groups (dbus-daemon before 1.14.?, or sd-bus not
+// asking), the user database's groups of that uid stand in. Returns a
+// negative errno with *error set when the sender cannot be identified.
+int query_caller(sd_bus_message* m, CallerIdentity* who, sd_bus_error* error);
+
+// The gid of the group "l7fast", if the group exists.
+std::optional<gid_t> admin_group_gid();
+
+// Root, or a member of the group "l7fast".
+bool may_reload(const CallerIdentity& who);
+
+// What a refused caller is told: use sudo, or join the group.
+std::string reload_denied_message(const CallerIdentity& who);
+
+}  // namespace l7fast::control

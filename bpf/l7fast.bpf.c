@@ -163,6 +163,13 @@ int l7_sockops(struct bpf_sock_ops *skops)
 		__u32 *sid, id;
 
 		L7_KEY_FROM_CTX(&k, skops, 0);
+		/* The daemon's end of a local client's connection: insert it now,
+		 * before the client can send, so a response that must go over TCP
+		 * can always be redirected to it (accept() may come much later). */
+		if (bpf_map_lookup_elem(&l7_conns, &k)) {
+			bpf_sock_hash_update(skops, &l7_sk_daemon, &k, BPF_ANY);
+			return 1;
+		}
 		sid = bpf_map_lookup_elem(&l7_slot_by_tuple, &k);
 		if (!sid)
 			return 1;
@@ -610,6 +617,11 @@ static __always_inline void l7_relay(struct l7_slot *slot, __u32 id)
 				continue;                                                    \
 			l7_body_init(&slot->resp.body, s->ws.msg.body_kind,                     \
 				     s->ws.msg.content_length);                                 \
+			/* a body that ends with the connection goes over TCP: after   \
+			 * socket-to-socket data, 6.18 reports that FIN to the reader  \
+			 * as EFAULT instead of end of file */                          \
+			if (s->ws.msg.body_kind == L7_BODY_UNTIL_CLOSE)                      \
+				slot->resp.via_tcp = 1;                                      \
 			slot->resp.phase = L7_RESP_BODY;                                     \
 		}                                                                            \
 		if (slot->resp.phase == L7_RESP_BODY) {                                      \

@@ -565,3 +565,14 @@ TEST(CompilerTables, StringHashMatchesTheKernelWindowHash)
         ASSERT_TRUE(l7fast_window_eq(window.data(), static_cast<uint32_t>(window.size()), off, len, padded, lower));
     }
 }
+
+TEST(CompilerTables, TheShippedDefaultPolicyRunsInTheKernel)
+{
+    PolicyLoadResult r =
+        PolicyLoader::load(std::string(L7FAST_TEST_DATA) + "/../../packaging/policy.toml", "");
+    ASSERT_TRUE(r.ok()) << r.error_text();
+    PoolIds pools;
+    const CompiledTables t = compile_policy(r.policy(), pools);
+    for (size_t i = 0; i < t.placement.size(); i++)
+        EXPECT_TRUE(t.placement[i].kernel) << r.policy().routes[i].name << ": " << t.placement[i].reason;
+}

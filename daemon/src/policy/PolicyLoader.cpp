@@ -281,6 +281,10 @@ std::optional<std::string> normalize_host(std::string_view written, std::string*
         }
         return host;
     }
+    if (host.find('/') != std::string::npos) {
+        *why = quote(written) + " is a URL or has a path: write only the host name, e.g. \"example.com\"";
+        return std::nullopt;
+    }
     if (host.find('*') != std::string::npos) {
         *why = quote(written) + ": wildcard hosts are not supported; give each host its own route";
         return std::nullopt;
@@ -1030,22 +1034,26 @@ public:
     }
 
     // Cross-file rules: unique names and addresses, references, loops.
-    Policy assemble(const std::vector<std::string>& sources)
+    // `complete`: every file parsed (otherwise what is missing may just be in
+    // the part that did not parse).
+    Policy assemble(const std::vector<std::string>& sources, bool complete)
     {
         const auto listener_names = unique_names(listeners_, "listener");
         const auto cluster_names = unique_names(clusters_, "cluster");
         unique_names(routes_, "route");
         check_listener_addresses();
         check_endpoint_loops();
-        for (const RouteDraft& r : routes_) {
-            for (const Reference& ref : r.listener_refs)
-                resolve(ref, listener_names, "listener");
-            for (const Reference& ref : r.cluster_refs)
-                resolve(ref, cluster_names, "cluster");
+        if (complete) {
+            for (const RouteDraft& r : routes_) {
+                for (const Reference& ref : r.listener_refs)
+                    resolve(ref, listener_names, "listener");
+                for (const Reference& ref : r.cluster_refs)
+                    resolve(ref, cluster_names, "cluster");
+            }
+            if (listeners_.empty() && !sources.empty())
+                sink_.add(0, {sources.front(), 1, 1}, "listener",
+                          "the policy defines no listener; add a [[listener]] with a name and an address");
         }
-        if (listeners_.empty() && !sources.empty())
-            sink_.add(0, {sources.front(), 1, 1}, "listener",
-                      "the policy defines no listener; add a [[listener]] with a name and an address");
 
         Policy p;
         p.daemon = daemon_;
@@ -1103,9 +1111,11 @@ private:
     }
 
     // Two sockets cannot listen on one address; a wildcard takes every
-    // address of its family on that port.
+    // address of its family on that port. The later listener (in load order)
+    // is the one reported: it is the one that was just added.
     void check_listener_addresses()
     {
+        std::map<std::pair<int, uint16_t>, const ListenerDraft*> specific;
         for (const ListenerDraft& l : listeners_) {
             if (!l.address)
                 continue;
@@ -1115,18 +1125,22 @@ private:
                                         it->second->address_at.at.str() + ")");
                 continue;
             }
-            if (l.address->is_wildcard())
-                wildcard_.emplace(std::pair{l.address->family, l.address->port}, &l);
-        }
-        for (const ListenerDraft& l : listeners_) {
-            if (!l.address || l.address->is_wildcard() || by_address_.at(*l.address) != &l)
-                continue;
-            auto w = wildcard_.find({l.address->family, l.address->port});
-            if (w != wildcard_.end())
-                error(l.address_at, l.address->str() + " overlaps " + label(*w->second) + " on " +
-                                        w->second->address->str() + " (" + w->second->address_at.at.str() +
-                                        "), which already takes every address on port " +
-                                        std::to_string(l.address->port));
+            const std::pair<int, uint16_t> port{l.address->family, l.address->port};
+            if (l.address->is_wildcard()) {
+                if (auto s = specific.find(port); s != specific.end())
+                    error(l.address_at, l.address->str() + " takes every address on port " +
+                                            std::to_string(port.second) + ", including that of " +
+                                            label(*s->second) + " on " + s->second->address->str() + " (" +
+                                            s->second->address_at.at.str() + ")");
+                wildcard_.emplace(port, &l);
+            } else {
+                if (auto w = wildcard_.find(port); w != wildcard_.end())
+                    error(l.address_at, l.address->str() + " overlaps " + label(*w->second) + " on " +
+                                            w->second->address->str() + " (" + w->second->address_at.at.str() +
+                                            "), which already takes every address on port " +
+                                            std::to_string(port.second));
+                specific.emplace(port, &l);
+            }
         }
     }
 
@@ -1205,6 +1219,7 @@ PolicyLoadResult load_sources_unguarded(std::span<const PolicySource> sources, E
 {
     PolicyAssembler assembler(sink);
     std::vector<std::string> names;
+    bool complete = true;
     for (size_t i = 0; i < sources.size(); i++) {
         names.push_back(sources[i].filename);
         Document doc;
@@ -1215,13 +1230,14 @@ PolicyLoadResult load_sources_unguarded(std::span<const PolicySource> sources, E
         } catch (const toml::parse_error& e) {
             sink.add(i, {doc.file, e.source().begin.line, e.source().begin.column}, "",
                      "TOML syntax error: " + std::string(e.description()));
+            complete = false;
             continue;
         }
         Drafts drafts;
         read_document(FileContext(doc, sink), drafts);
         assembler.add(std::move(drafts));
     }
-    Policy policy = assembler.assemble(names);
+    Policy policy = assembler.assemble(names, complete);
     if (!sink.empty())
         return PolicyLoadResult(sink.take());
     return PolicyLoadResult(std::move(policy));

@@ -1,0 +1,33 @@
+// l7fastctl's command line: what the user asked for, the usage text, and
+// the exit statuses (docs/l7fastctl.md, "EXIT STATUS").
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace l7fast::control {
+
+enum ExitStatus : int {
+    kExitOk = 0,
+    kExitFailed = 1,       // the operation failed: policy error, reload rejected, bad argument
+    kExitUsage = 2,        // the command line is wrong
+    kExitUnreachable = 3,  // no system bus, or no l7fastd on it
+    kExitDenied = 4,       // the caller may not do this
+};
+
+enum class CtlCommand { Status, Reload, Stats, Routes, Check, Help, Version };
+
+struct CtlOptions {
+    CtlCommand command = CtlCommand::Help;
+    bool json = false;
+    std::string file;                       // check FILE
+    std::optional<std::string> policy_dir;  // check --policy-dir DIR
+};
+
+// The options, or the usage error (one sentence) in *error.
+std::optional<CtlOptions> parse_command_line(const std::vector<std::string>& args, std::string* error);
+
+std::string usage_text();
+
+}  // namespace l7fast::control

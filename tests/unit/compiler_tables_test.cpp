@@ -519,7 +519,7 @@ TEST(CompilerTables, PersistentCollisionsGoToUserSpace)
     EXPECT_NE(t.notes[2].find("1 string conditions still collided"), std::string::npos) << t.notes[2];
     EXPECT_TRUE(t.placement[0].kernel);
     EXPECT_FALSE(t.placement[1].kernel);
-    EXPECT_NE(t.placement[1].reason.find("its condition /b collides with /a"), std::string::npos) << t.placement[1].reason;
+    EXPECT_NE(t.placement[1].reason.find("its condition \"/b\" collides with \"/a\""), std::string::npos) << t.placement[1].reason;
     EXPECT_TRUE(t.placement[2].kernel) << "the same string shares the entry";
     EXPECT_EQ(bits(t.bitmaps[L7_BMI_PATH_ANY]), std::set<uint32_t>{1});
     ASSERT_EQ(t.strings.size(), 1u);

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "policy/Text.hpp"
+
 namespace l7fast::policy {
 
 std::string SourceLocation::str() const
@@ -36,6 +38,8 @@ bool SocketAddress::is_wildcard() const
 
 namespace {
 
+using text::quote;
+
 // "1".."65535", digits only: a sign, spaces or a service name would be read
 // differently by every tool an operator might compare with.
 std::optional<uint16_t> parse_port(const std::string& digits, std::string* why)
@@ -46,7 +50,7 @@ std::optional<uint16_t> parse_port(const std::string& digits, std::string* why)
     }
     if (digits.size() > 5 || !std::all_of(digits.begin(), digits.end(),
                                           [](char c) { return c >= '0' && c <= '9'; })) {
-        *why = "port \"" + digits + "\" is not a number in 1..65535";
+        *why = "port " + quote(digits) + " is not a number in 1..65535";
         return std::nullopt;
     }
     const unsigned long value = std::stoul(digits);
@@ -55,7 +59,7 @@ std::optional<uint16_t> parse_port(const std::string& digits, std::string* why)
         return std::nullopt;
     }
     if (value > 65535) {
-        *why = "port " + digits + " is out of range 1..65535";
+        *why = "port " + std::to_string(value) + " is out of range 1..65535";
         return std::nullopt;
     }
     return static_cast<uint16_t>(value);
@@ -80,12 +84,12 @@ std::optional<SocketAddress> SocketAddress::parse(const std::string& text, std::
         }
         host = text.substr(1, close - 1);
         if (close + 1 >= text.size() || text[close + 1] != ':') {
-            *why = "missing \":port\" after \"[" + host + "]\"";
+            *why = "missing \":port\" after " + quote("[" + host + "]");
             return std::nullopt;
         }
         port = text.substr(close + 2);
         if (inet_pton(AF_INET6, host.c_str(), a.ip.data()) != 1) {
-            *why = "\"" + host + "\" is not an IPv6 address";
+            *why = quote(host) + " is not an IPv6 address";
             return std::nullopt;
         }
         a.family = AF_INET6;
@@ -98,7 +102,7 @@ std::optional<SocketAddress> SocketAddress::parse(const std::string& text, std::
         host = text.substr(0, colon);
         port = text.substr(colon + 1);
         if (host.find(':') != std::string::npos) {
-            *why = "an IPv6 address needs brackets: \"[" + host + "]:" + port + "\"";
+            *why = "an IPv6 address needs brackets: " + quote("[" + host + "]:" + port);
             return std::nullopt;
         }
         if (inet_pton(AF_INET, host.c_str(), a.ip.data()) != 1) {
@@ -106,8 +110,8 @@ std::optional<SocketAddress> SocketAddress::parse(const std::string& text, std::
                 return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
             });
             *why = looks_like_name
-                       ? "\"" + host + "\" is not an IP address (names are not resolved; write e.g. \"127.0.0.1\")"
-                       : "\"" + host + "\" is not an IPv4 address";
+                       ? quote(host) + " is not an IP address (names are not resolved; write e.g. \"127.0.0.1\")"
+                       : quote(host) + " is not an IPv4 address";
             return std::nullopt;
         }
         a.family = AF_INET;

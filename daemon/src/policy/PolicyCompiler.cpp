@@ -8,21 +8,16 @@
 #include <unordered_map>
 
 #include "policy/KernelHash.h"
+#include "policy/Text.hpp"
 
 namespace l7fast::policy {
 
 namespace {
 
+using text::lower;
+
 constexpr uint32_t kAllMethodClasses = ((1u << L7_M_COUNT) - 1) & ~(1u << L7_M_CONNECT);
 constexpr uint64_t kMaxU16 = 0xffff;
-
-std::string lower(std::string_view s)
-{
-    std::string out(s);
-    std::transform(out.begin(), out.end(), out.begin(),
-                   [](char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; });
-    return out;
-}
 
 void set_bit(l7_bitmap& b, uint32_t route)
 {
@@ -314,15 +309,15 @@ private:
     struct StringEntry {
         l7_match_key key{};
         l7_match_val val{};
-        std::string text;
+        std::string value;
     };
 
-    // Adds route r to the entry for (kind, aux, text); false when the
+    // Adds route r to the entry for (kind, aux, value); false when the
     // condition cannot be in the table (full, or its hash collides with
     // another string's), with the reason added to the route.
-    bool add_string(uint32_t r, l7_match_kind kind, uint16_t aux, const std::string& text, bool lower_case)
+    bool add_string(uint32_t r, l7_match_kind kind, uint16_t aux, const std::string& value, bool lower_case)
     {
-        const uint64_t hash = hash_(seed_, text, lower_case);
+        const uint64_t hash = hash_(seed_, value, lower_case);
         auto it = strings_.find({kind, aux, hash});
         if (it == strings_.end()) {
             if (strings_.size() >= kMaxMatchStrings) {
@@ -334,14 +329,14 @@ private:
             e.key.hash = hash;
             e.key.kind = static_cast<__u16>(kind);
             e.key.aux = aux;
-            e.val.len = static_cast<__u16>(text.size());
-            std::memcpy(e.val.str, text.data(), text.size());
-            e.text = text;
+            e.val.len = static_cast<__u16>(value.size());
+            std::memcpy(e.val.str, value.data(), value.size());
+            e.value = value;
             it = strings_.emplace(std::tuple{kind, aux, hash}, std::move(e)).first;
-        } else if (it->second.text != text) {
+        } else if (it->second.value != value) {
             collisions_++;
-            shapes_[r].reasons.add("its condition " + text + " collides with " + it->second.text +
-                                   " under hash seed " + std::to_string(seed_));
+            shapes_[r].reasons.add("its condition " + text::quote(value) + " collides with " +
+                                   text::quote(it->second.value) + " under hash seed " + std::to_string(seed_));
             return false;
         }
         set_bit(it->second.val.routes, r);

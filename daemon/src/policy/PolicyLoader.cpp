@@ -19,6 +19,7 @@
 
 #include "common/Log.hpp"
 #include "l7fast_abi.h"
+#include "policy/Text.hpp"
 
 namespace l7fast::policy {
 
@@ -65,6 +66,10 @@ std::string PolicyLoadResult::error_text() const
 
 namespace {
 
+using text::is_token;
+using text::lower;
+using text::quote;
+
 // ---- limits of the format (docs/policy.md) -------------------------------
 
 constexpr size_t kMaxNameLength = 64;
@@ -78,33 +83,6 @@ constexpr size_t kMaxLabelLength = 63;
 constexpr size_t kMaxCollectedErrors = 1000;
 
 // ---- text -------------------------------------------------------------------
-
-// A value as it appears in a message: quoted, control bytes escaped, long
-// values shortened (hostile input must not produce megabyte messages).
-std::string quote(std::string_view s)
-{
-    constexpr size_t kShown = 80;
-    size_t shown = std::min(s.size(), kShown);
-    while (shown < s.size() && shown > 0 && (static_cast<unsigned char>(s[shown]) & 0xC0) == 0x80)
-        shown--;  // do not cut a UTF-8 sequence
-    std::string out = "\"";
-    for (size_t i = 0; i < shown; i++) {
-        const auto c = static_cast<unsigned char>(s[i]);
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += static_cast<char>(c);
-        } else if (c < 0x20 || c == 0x7f) {
-            char hex[8];
-            std::snprintf(hex, sizeof(hex), "\\x%02X", c);
-            out += hex;
-        } else {
-            out += static_cast<char>(c);
-        }
-    }
-    if (shown < s.size())
-        out += "...";
-    return out + "\"";
-}
 
 bool is_bare_key(std::string_view k)
 {
@@ -128,32 +106,6 @@ std::string byte_text(unsigned char c)
         return "a tab";
     std::snprintf(hex, sizeof(hex), "byte 0x%02X", c);
     return hex;
-}
-
-char ascii_lower(char c)
-{
-    return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c;
-}
-
-std::string lower(std::string_view s)
-{
-    std::string out(s);
-    std::transform(out.begin(), out.end(), out.begin(), ascii_lower);
-    return out;
-}
-
-// RFC 9110 5.6.2 tchar
-bool is_tchar(unsigned char c)
-{
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
-        return true;
-    return std::strchr("!#$%&'*+-.^_`|~", c) != nullptr && c != '\0';
-}
-
-bool is_token(std::string_view s)
-{
-    return !s.empty() &&
-           std::all_of(s.begin(), s.end(), [](char c) { return is_tchar(static_cast<unsigned char>(c)); });
 }
 
 size_t edit_distance(std::string_view a, std::string_view b)

@@ -2,20 +2,13 @@
 
 #include <algorithm>
 
+#include "policy/Text.hpp"
+
 namespace l7fast::policy {
 
 namespace {
 
-char ascii_lower(char c)
-{
-    return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c;
-}
-
-bool iequals(std::string_view a, std::string_view b)
-{
-    return a.size() == b.size() &&
-           std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return ascii_lower(x) == ascii_lower(y); });
-}
+using text::iequals;
 
 // Cumulative-weight choice shared by clusters of a route and endpoints of a
 // weighted cluster: first index with x < cum, x = random % total.
@@ -57,9 +50,7 @@ std::optional<std::string> request_host(std::span<const HeaderField> headers)
         } else {
             v = v.substr(0, v.find(':'));
         }
-        std::string host(v);
-        std::transform(host.begin(), host.end(), host.begin(), ascii_lower);
-        return host;
+        return text::lower(v);
     }
     return std::nullopt;
 }
@@ -72,7 +63,7 @@ Router::Router(Policy policy) : policy_(std::move(policy))
         // hand-built Policy that breaks the promise must not make the slow
         // path disagree with the kernel tables, which lower-case both
         if (r.match.host)
-            std::transform(r.match.host->begin(), r.match.host->end(), r.match.host->begin(), ascii_lower);
+            *r.match.host = text::lower(*r.match.host);
         RouteScope scope;
         scope.every_listener = r.listeners.empty();
         for (const std::string& name : r.listeners)

@@ -102,11 +102,8 @@ public:
         fill_listeners(t);
         t.clusters = std::move(clusters_);
         t.endpoints = std::move(endpoints_);
-        for (auto& [key, entry] : strings_)
+        for (auto& [key, entry] : strings_)  // ordered by (kind, aux, hash): stable output
             t.strings.push_back({entry.key, entry.val});
-        std::sort(t.strings.begin(), t.strings.end(), [](const auto& a, const auto& b) {
-            return std::tie(a.first.kind, a.first.aux, a.first.hash) < std::tie(b.first.kind, b.first.aux, b.first.hash);
-        });
         *collisions = collisions_;
         return t;
     }

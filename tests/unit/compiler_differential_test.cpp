@@ -17,7 +17,7 @@
 #include <tuple>
 #include <vector>
 
-#include "policy/KernelHash.h"
+#include "policy/KernelHash.hpp"
 #include "policy/PolicyCompiler.hpp"
 #include "policy/Router.hpp"
 
@@ -103,7 +103,7 @@ ParsedRequest parse(const Request& rq)
         h.val_off = static_cast<uint32_t>(p.window.size());
         h.val_len = static_cast<uint32_t>(value.size());
         p.window += value + "\r\n";
-        h.name_hash = l7fast_header_name_hash(name.data(), h.name_len);
+        h.name_hash = kernel::header_name_hash(name);
         std::string lower_name = name;
         for (char& c : lower_name)
             c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c;
@@ -123,7 +123,7 @@ using WindowHashFn = std::function<uint64_t(const std::string& window, uint32_t 
 
 uint64_t kernel_window_hash(const std::string& w, uint32_t off, uint32_t len, uint64_t seed, bool lower)
 {
-    return l7fast_window_hash(w.data(), static_cast<uint32_t>(w.size()), off, len, seed, lower);
+    return kernel::window_hash(w, off, len, seed, lower);
 }
 
 enum class Verdict { Kernel, NoRoute, SlowPath };
@@ -231,8 +231,7 @@ private:
         if (it == strings_.end())
             return;
         const l7_match_val& v = *it->second;
-        if (v.len != len ||
-            !l7fast_window_eq(rq.window.data(), static_cast<uint32_t>(rq.window.size()), off, len, v.str, lower))
+        if (v.len != len || !kernel::window_eq(rq.window, off, len, v.str, lower))
             return;
         bm_or(tmp, v.routes);
     }

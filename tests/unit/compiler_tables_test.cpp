@@ -10,7 +10,7 @@
 #include <set>
 #include <string>
 
-#include "policy/KernelHash.h"
+#include "policy/KernelHash.hpp"
 #include "policy/PolicyCompiler.hpp"
 #include "policy/PolicyLoader.hpp"
 
@@ -86,7 +86,7 @@ std::set<uint32_t> range(uint32_t from, uint32_t to)
 const l7_match_val* find_string(const CompiledTables& t, l7_match_kind kind, uint16_t aux, const std::string& s,
                                 bool lower = false)
 {
-    const uint64_t hash = l7fast_match_hash(t.seed, s.data(), static_cast<uint32_t>(s.size()), lower);
+    const uint64_t hash = kernel::match_hash(t.seed, s, lower);
     for (const auto& [k, v] : t.strings)
         if (k.kind == kind && k.aux == aux && k.hash == hash && k.gen == 0)
             return &v;
@@ -492,7 +492,7 @@ TEST(CompilerTables, CollisionsChangeTheSeed)
     // collides under the first seed only
     CompileOptions options;
     options.string_hash = [](uint64_t seed, std::string_view s, bool lower) {
-        return seed == kSeed ? uint64_t{7} : l7fast_match_hash(seed, s.data(), static_cast<uint32_t>(s.size()), lower);
+        return seed == kSeed ? uint64_t{7} : kernel::match_hash(seed, s, lower);
     };
     const CompiledTables t = compile(p, kSeed, pools.fn(), options);
     EXPECT_NE(t.seed, kSeed);
@@ -557,12 +557,11 @@ TEST(CompilerTables, StringHashMatchesTheKernelWindowHash)
         if (lower)
             for (char& c : s)
                 c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c;
-        ASSERT_EQ(l7fast_window_hash(window.data(), static_cast<uint32_t>(window.size()), off, len, seed, lower),
-                  l7fast_match_hash(seed, s.data(), len, 0))
+        ASSERT_EQ(kernel::window_hash(window, off, len, seed, lower), kernel::match_hash(seed, s, false))
             << "len " << len << " off " << off;
         uint8_t padded[L7_MAX_MATCH_STR] = {};
         std::memcpy(padded, s.data(), len);
-        ASSERT_TRUE(l7fast_window_eq(window.data(), static_cast<uint32_t>(window.size()), off, len, padded, lower));
+        ASSERT_TRUE(kernel::window_eq(window, off, len, padded, lower));
     }
 }
 

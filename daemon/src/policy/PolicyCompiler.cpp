@@ -7,7 +7,7 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "policy/KernelHash.h"
+#include "policy/KernelHash.hpp"
 #include "policy/Text.hpp"
 
 namespace l7fast::policy {
@@ -30,11 +30,6 @@ uint64_t splitmix64(uint64_t x)
     x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
     x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
     return x ^ (x >> 31);
-}
-
-uint64_t kernel_string_hash(uint64_t seed, std::string_view bytes, bool lower_case)
-{
-    return l7fast_match_hash(seed, bytes.data(), static_cast<uint32_t>(bytes.size()), lower_case ? 1 : 0);
 }
 
 // Why a route is not in the kernel; several reasons are all reported.
@@ -489,7 +484,7 @@ private:
         m.n_match_hdrs = static_cast<__u32>(hdr_names_.size());
         for (size_t h = 0; h < hdr_names_.size(); h++) {
             const std::string& name = hdr_names_[h];
-            m.hdr_name_hash[h] = l7fast_header_name_hash(name.data(), static_cast<uint32_t>(name.size()));
+            m.hdr_name_hash[h] = kernel::header_name_hash(name);
             std::memcpy(m.hdr_name[h], name.data(), name.size());
             m.hdr_name_len[h] = static_cast<__u16>(name.size());
         }
@@ -559,7 +554,7 @@ l7_method kernel_method_class(std::string_view method)
 
 CompiledTables compile(const Policy& policy, uint64_t seed, const PoolIdFn& pool_id, const CompileOptions& options)
 {
-    const StringHashFn hash = options.string_hash ? options.string_hash : StringHashFn(kernel_string_hash);
+    const StringHashFn hash = options.string_hash ? options.string_hash : StringHashFn(kernel::match_hash);
     const unsigned attempts = std::max(1u, options.seed_attempts);
     std::vector<std::string> notes;
     uint64_t s = seed;

@@ -6,7 +6,8 @@
 # with --nodeps.
 #
 #   packaging/build-rpm.sh
-# Environment: L7F_RPM_OUT=DIR (default <top>/build/packaging/rpm), and
+# Environment: L7F_RPM_OUT=DIR (default <top>/build/packaging/rpm),
+# L7F_RPM_REUSE=1 (skip the build when the staged source is unchanged), and
 # L7F_NO_APT, L7F_POLICY, L7F_SRC, L7F_SRC_OVERLAY as for build-deb.sh.
 # Output: DIR/*.rpm, DIR/rpmlint.txt, DIR/contents.txt, DIR/build.log
 set -euo pipefail
@@ -36,6 +37,14 @@ RPMTOP=$OUT/rpmbuild
 rm -rf "$RPMTOP"
 mkdir -p "$RPMTOP"/{SOURCES,SPECS,BUILD,RPMS,SRPMS}
 stage_source "$RPMTOP/stage/l7fast-$VERSION"
+HASH=$(tree_hash "$RPMTOP/stage")
+RPMS=("$OUT/l7fast-$VERSION-1.x86_64.rpm" "$OUT/l7fast-dkms-$VERSION-1.noarch.rpm")
+if [ "${L7F_RPM_REUSE:-0}" = 1 ] && [ -f "$OUT/source.sha256" ] &&
+	[ "$(cat "$OUT/source.sha256")" = "$HASH" ] && [ -f "${RPMS[0]}" ] && [ -f "${RPMS[1]}" ]; then
+	log "source unchanged since the last build: reusing ${RPMS[*]##*/}"
+	exit 0
+fi
+rm -f "$OUT/source.sha256"
 tar -C "$RPMTOP/stage" -czf "$RPMTOP/SOURCES/l7fast-$VERSION.tar.gz" "l7fast-$VERSION"
 cp "$TOP/systemd/l7fast.sysusers" "$RPMTOP/SOURCES/"
 cp "$TOP/packaging/l7fast.spec" "$RPMTOP/SPECS/"
@@ -50,7 +59,6 @@ rpmbuild -ba --nodeps \
 	{ tail -n 40 "$OUT/build.log" >&2; die "rpmbuild failed"; }
 find "$RPMTOP/RPMS" "$RPMTOP/SRPMS" -name '*.rpm' -exec mv {} "$OUT/" \;
 
-RPMS=("$OUT/l7fast-$VERSION-1.x86_64.rpm" "$OUT/l7fast-dkms-$VERSION-1.noarch.rpm")
 for r in "${RPMS[@]}"; do [ -f "$r" ] || die "$r was not built"; done
 for r in "${RPMS[@]}"; do echo "== ${r##*/}"; rpm -qlp "$r"; rpm -qp --scripts "$r"; done >"$OUT/contents.txt" 2>&1
 
@@ -60,4 +68,5 @@ rc=0
 rpmlint -c "$TOP/packaging/rpmlint.toml" "${RPMS[@]}" "$OUT/l7fast-$VERSION-1.src.rpm" "$TOP/packaging/l7fast.spec" >"$OUT/rpmlint.txt" 2>&1 || rc=$?
 sed 's/^/  rpmlint: /' "$OUT/rpmlint.txt" >&2
 [ $rc = 0 ] || die "rpmlint reports errors"
+echo "$HASH" >"$OUT/source.sha256"
 log "built: ${RPMS[*]}"

@@ -1,0 +1,33 @@
+#!/bin/bash
+# Checks the bash completion of l7fastctl: completion-test.sh FILE
+set -uo pipefail
+FILE=${1:?usage: completion-test.sh FILE}
+for f in /usr/share/bash-completion/bash_completion; do
+	[ -r "$f" ] || { echo "FAIL: $f missing (package bash-completion)"; exit 1; }
+	# shellcheck source=/dev/null
+	. "$f"
+done
+# shellcheck source=/dev/null
+. "$FILE"
+fails=0 n=0
+expect() { # "words..." cword want...
+	local line=$1 cword=$2
+	shift 2
+	COMP_WORDS=($line)
+	[ "${line: -1}" = " " ] && COMP_WORDS+=("")
+	COMP_CWORD=$cword
+	COMP_LINE=$line COMP_POINT=${#line}
+	COMPREPLY=()
+	_l7fastctl
+	local got="${COMPREPLY[*]}"
+	n=$((n + 1))
+	if [ "$got" = "$*" ]; then echo "PASS '$line' -> $got"; else echo "FAIL '$line' -> '$got', want '$*'"; fails=$((fails + 1)); fi
+}
+cd "$(mktemp -d)" && touch a.toml b.txt
+expect "l7fastctl " 1 status reload stats routes check
+expect "l7fastctl re" 1 reload
+expect "l7fastctl st" 1 status stats
+expect "l7fastctl status --" 2 --json --help
+expect "l7fastctl check " 2 a.toml
+expect "l7fastctl status " 2
+[ $fails = 0 ] && echo "$n completions as expected" || exit 1

@@ -6,8 +6,8 @@
  *                   and backends' ends of pooled connections.
  *   l7_req_msg      SK_MSG on local client sockets: requests.
  *   l7_resp_msg     SK_MSG on local backends' sockets: responses.
- *   l7_req_parser,  SK_SKB parser + verdict on the daemon's accepted sockets
- *   l7_req_verdict  of remote clients: requests arriving from the network.
+ *   l7_req_skb      SK_SKB verdict on the daemon's accepted sockets of remote
+ *                   clients: requests arriving from the network.
  *   l7_resp_skb     SK_SKB verdict on pooled upstream sockets: responses
  *                   arriving from the network.
  *
@@ -27,8 +27,6 @@
 #include "lib/select.h"
 
 /* Load-time specialisation, set by the daemon through the skeleton. */
-const volatile __u32 cfg_max_cork = 8;       /* header-block re-runs per message */
-const volatile __u32 cfg_piece_max = 65536;  /* largest strparser message */
 const volatile __u32 cfg_trace = 0;          /* decision traces to the daemon */
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -76,6 +74,19 @@ static __always_inline int l7_to_user(struct l7_conn *c, __u32 reason)
 	c->user_reason = reason;
 	l7_count(L7_C_REQ_USER);
 	l7_count(L7_C_REASON_BASE + reason);
+	return SK_PASS;
+}
+
+/*
+ * SK_PASS for SK_MSG programs. Within one sendmsg the kernel re-runs the
+ * program after an apply_bytes-limited redirect without clearing the
+ * message's redirect target (sk_psock_map_verd(ret, msg->sk_redir)), so a
+ * plain SK_PASS there would follow the earlier redirect. A redirect to the
+ * socket's own egress is what SK_PASS means, and replaces that target.
+ */
+static __always_inline int l7_msg_pass(struct sk_msg_md *msg, void *self_map, const void *self_key)
+{
+	bpf_msg_redirect_hash(msg, self_map, (void *)self_key, 0);
 	return SK_PASS;
 }
 
@@ -153,7 +164,6 @@ int l7_sockops(struct bpf_sock_ops *skops)
 		c.listener_id = l->id;
 		c.mode = L7_MODE_KERNEL;
 		c.side = L7_SIDE_LOCAL;
-		c.kslot = L7_NO_SLOT;
 		if (bpf_map_update_elem(&l7_conns, &k, &c, BPF_ANY))
 			return 1;
 		if (bpf_sock_hash_update(skops, &l7_sk_client, &k, BPF_ANY))
@@ -163,13 +173,6 @@ int l7_sockops(struct bpf_sock_ops *skops)
 		__u32 *sid, id;
 
 		L7_KEY_FROM_CTX(&k, skops, 0);
-		/* The daemon's end of a local client's connection: insert it now,
-		 * before the client can send, so a response that must go over TCP
-		 * can always be redirected to it (accept() may come much later). */
-		if (bpf_map_lookup_elem(&l7_conns, &k)) {
-			bpf_sock_hash_update(skops, &l7_sk_daemon, &k, BPF_ANY);
-			return 1;
-		}
 		sid = bpf_map_lookup_elem(&l7_slot_by_tuple, &k);
 		if (!sid)
 			return 1;
@@ -215,14 +218,10 @@ __noinline int l7_g_match(struct l7_scratch *s, struct l7_config *cfg, __u32 gen
 	return l7_match_route(s, cfg, gen & 1, listener_id);
 }
 
-#define L7_DECIDE_REMOTE 0x80000000u
-
 /* Parses the request in scratch and decides where it goes (s->dec). */
-__noinline int l7_g_decide(struct l7_scratch *s, __u32 n_flags, struct l7_conn *c,
+__noinline int l7_g_decide(struct l7_scratch *s, __u32 n, struct l7_conn *c,
 			   struct l7_conn_key *key, struct l7_config *cfg)
 {
-	__u32 n = n_flags & ~L7_DECIDE_REMOTE;
-	int remote = !!(n_flags & L7_DECIDE_REMOTE);
 	struct l7_decision *d;
 	struct l7_conn_user *u;
 	struct l7_route *r;
@@ -252,14 +251,23 @@ __noinline int l7_g_decide(struct l7_scratch *s, __u32 n_flags, struct l7_conn *
 	d->cl = m->content_length;
 	d->req_head = m->method == L7_M_HEAD;
 	d->close = !!(m->flags & L7_MF_CLOSE);
+	/* chunked bodies have no length to pass the request by */
 	if ((m->flags & (L7_MF_UPGRADE | L7_MF_EXPECT_OTHER)) || m->method == L7_M_CONNECT ||
-	    (remote && m->body_kind == L7_BODY_CHUNKED) || m->content_length > (1ULL << 30)) {
+	    m->body_kind == L7_BODY_CHUNKED || m->content_length > (1ULL << 30)) {
 		d->reason = L7_R_UNSUPPORTED;
 		return 0;
 	}
 	d->total = m->hdr_len + (m->body_kind == L7_BODY_LENGTH ? m->content_length : 0);
 
 	d->kind = L7_D_PASS_REQ;
+	/* Bulk uploads stream through the slow path, which has back-pressure:
+	 * socket-to-socket ingress has none, and a redirect to another socket's
+	 * egress can be cut short by a non-blocking sender, after which the
+	 * sender re-sends bytes this program already accounted for. */
+	if (d->total > cfg->ingress_budget) {
+		d->reason = L7_R_TOO_BIG;
+		return 0;
+	}
 	u = bpf_map_lookup_elem(&l7_conn_user, key);
 	if (c->u_sent != (u ? u->u_done : 0)) {
 		d->reason = L7_R_USER_PENDING;
@@ -324,8 +332,6 @@ static __always_inline void l7_kernel_accounted(struct l7_conn *c, struct l7_dec
 
 	c->k_outstanding = 1;
 	c->k_requests++;
-	c->cork_count = 0;
-	c->req_phase = L7_REQ_IDLE;
 	if (rs) {
 		rs->requests_kernel++;
 		rs->bytes_in += d->total;
@@ -348,42 +354,6 @@ static __always_inline void l7_slot_kill_(struct l7_slot *slot, __u32 id,
 
 /* ---- requests from local clients (SK_MSG) --------------------------------- */
 
-static __always_inline int l7_req_body_msg(struct sk_msg_md *msg, struct l7_conn *c,
-					   const struct l7_conn_key *key, __u32 size)
-{
-	struct l7_scratch *s = l7_scratch_get();
-	__u32 id = c->kslot;
-	struct l7_slot *slot = bpf_map_lookup_elem(&l7_slots, &id);
-	long end;
-	int v;
-
-	if (!slot) {
-		if (s)
-			l7_scratch_put(s);
-		return l7_to_user(c, L7_R_REDIRECT);
-	}
-	end = l7_frame_msg(msg, s, &c->req_body, 0, size);
-	if (s)
-		l7_scratch_put(s);
-	if (end < 0) {
-		l7_slot_kill(slot, id, key);
-		return l7_to_user(c, L7_R_PARSE);
-	}
-	if (c->body_target == L7_BT_INGRESS)
-		v = bpf_msg_redirect_hash(msg, &l7_sk_backend, &id, BPF_F_INGRESS);
-	else
-		v = bpf_msg_redirect_hash(msg, &l7_sk_upstream, &id, 0);
-	if (v != SK_PASS) {
-		l7_slot_kill(slot, id, key);
-		return l7_to_user(c, L7_R_REDIRECT);
-	}
-	if (c->req_body.done)
-		c->req_phase = L7_REQ_IDLE;
-	if (end < size)
-		bpf_msg_apply_bytes(msg, (__u32)end);
-	return SK_PASS;
-}
-
 /* A request from a local client, with scratch held by the caller. */
 static __always_inline int l7_req_msg_decided(struct sk_msg_md *msg, struct l7_scratch *s,
 					      struct l7_conn *c, const struct l7_conn_key *key,
@@ -394,81 +364,51 @@ static __always_inline int l7_req_msg_decided(struct sk_msg_md *msg, struct l7_s
 	int ingress, v;
 
 	L7_TRACE(L7_T_REQ, key, d->kind, d->reason);
-	if (d->kind == L7_D_MORE) {
-		if (d->reason == L7_R_INCOMPLETE && size < L7_SCRATCH_SIZE &&
-		    c->cork_count < cfg_max_cork) {
-			/* ask for the rest of the header block before deciding */
-			c->cork_count++;
-			c->req_phase = L7_REQ_CORKED;
-			bpf_msg_cork_bytes(msg, size + 1);
-			l7_count(L7_C_CORKED);
-			return SK_PASS;
-		}
-		return l7_to_user(c, d->reason);
-	}
+	/* A head split over several writes goes to the slow path. Not corked:
+	 * on 6.18 a message passed after corking loses the sender's next write
+	 * (the drained cork buffer stays attached and is reused). */
+	if (d->kind == L7_D_MORE)
+		return l7_to_user(c, d->reason), l7_msg_pass(msg, &l7_sk_client, key);
 
 	if (d->kind == L7_D_KERNEL) {
 		slot = l7_slot_begin(d, key, 1);
 		if (!slot)
-			return l7_to_user(c, L7_R_REDIRECT);
-		if (d->body_kind == L7_BODY_CHUNKED) {
-			long end;
-
-			l7_body_init(&c->req_body, L7_BODY_CHUNKED, 0);
-			end = l7_frame_msg(msg, s, &c->req_body, d->head_len, size);
-			if (end < 0) {
-				/* let the slow path answer the malformed body */
-				slot->state = L7_SLOT_IDLE;
-				return l7_to_user(c, L7_R_PARSE);
+			return l7_to_user(c, L7_R_REDIRECT), l7_msg_pass(msg, &l7_sk_client, key);
+		/* Socket to socket is all-or-nothing per message. Over TCP (a
+		 * backend on another host) only a request this message holds
+		 * whole: a partial push would be re-sent by the client. */
+		ingress = !!(slot->flags & L7_SF_BACKEND_LOCAL);
+		if (!ingress && d->total > size) {
+			slot->state = L7_SLOT_IDLE;
+			d->kind = L7_D_PASS_REQ;
+			d->reason = L7_R_TOO_BIG;
+		} else {
+			if (ingress)
+				v = bpf_msg_redirect_hash(msg, &l7_sk_backend, &d->slot, BPF_F_INGRESS);
+			else
+				v = bpf_msg_redirect_hash(msg, &l7_sk_upstream, &d->slot, 0);
+			L7_TRACE(L7_T_REQ_REDIRECT, key, d->slot, ((__u64)ingress << 32) | (__u32)v);
+			if (v == SK_PASS) {
+				l7_kernel_accounted(c, d);
+				if (d->total != size)
+					bpf_msg_apply_bytes(msg, (__u32)d->total);
+				return SK_PASS;
 			}
-			/* unknown length: TCP, which pushes back on the sender */
-			v = bpf_msg_redirect_hash(msg, &l7_sk_upstream, &d->slot, 0);
-			if (v != SK_PASS) {
-				l7_slot_kill(slot, d->slot, key);
-				return l7_to_user(c, L7_R_REDIRECT);
-			}
-			l7_kernel_accounted(c, d);
-			if (!c->req_body.done) {
-				c->req_phase = L7_REQ_BODY;
-				c->kslot = d->slot;
-				c->body_target = L7_BT_EGRESS;
-			}
-			if (end < size)
-				bpf_msg_apply_bytes(msg, (__u32)end);
-			return SK_PASS;
+			l7_slot_kill(slot, d->slot, key);
+			d->kind = L7_D_PASS_REQ;
+			d->reason = L7_R_REDIRECT;
 		}
-		/* socket-to-socket only while the unread bytes stay bounded: the
-		 * ingress queue has no back-pressure */
-		ingress = (slot->flags & L7_SF_BACKEND_LOCAL) && d->total <= cfg->ingress_budget;
-		if (ingress)
-			v = bpf_msg_redirect_hash(msg, &l7_sk_backend, &d->slot, BPF_F_INGRESS);
-		else
-			v = bpf_msg_redirect_hash(msg, &l7_sk_upstream, &d->slot, 0);
-		L7_TRACE(L7_T_REQ_REDIRECT, key, d->slot, ((__u64)ingress << 32) | (__u32)v);
-		if (v == SK_PASS) {
-			if (!ingress && (slot->flags & L7_SF_BACKEND_LOCAL))
-				l7_count(L7_C_BUDGET_TCP);
-			l7_kernel_accounted(c, d);
-			if (d->total != size)
-				bpf_msg_apply_bytes(msg, (__u32)d->total);
-			return SK_PASS;
-		}
-		l7_slot_kill(slot, d->slot, key);
-		d->kind = L7_D_PASS_REQ;
-		d->reason = L7_R_REDIRECT;
 	}
 
 	if (d->kind == L7_D_PASS_REQ && d->body_kind != L7_BODY_CHUNKED) {
 		c->u_sent++;
-		c->cork_count = 0;
-		c->req_phase = L7_REQ_IDLE;
 		l7_count(L7_C_REQ_USER);
 		l7_count(L7_C_REASON_BASE + d->reason);
 		if (d->total != size)
 			bpf_msg_apply_bytes(msg, (__u32)d->total);
-		return SK_PASS;
+		return l7_msg_pass(msg, &l7_sk_client, key);
 	}
-	return l7_to_user(c, d->reason);
+	return l7_to_user(c, d->reason), l7_msg_pass(msg, &l7_sk_client, key);
 }
 
 SEC("sk_msg")
@@ -486,23 +426,21 @@ int l7_req_msg(struct sk_msg_md *msg)
 	c = bpf_map_lookup_elem(&l7_conns, &key);
 	if (!c) {
 		l7_count(L7_C_REASON_BASE + L7_R_NO_CONN);
-		return SK_PASS;
+		return SK_PASS; /* not ours: never redirected */
 	}
 	if (c->mode == L7_MODE_USER)
-		return SK_PASS;
-	if (c->req_phase == L7_REQ_BODY)
-		return l7_req_body_msg(msg, c, &key, size);
+		return l7_msg_pass(msg, &l7_sk_client, &key);
 	if (c->k_outstanding)
-		return l7_to_user(c, L7_R_PIPELINED);
+		return l7_to_user(c, L7_R_PIPELINED), l7_msg_pass(msg, &l7_sk_client, &key);
 	cfg = l7_cfg();
 	if (!cfg || !(cfg->flags & L7_CF_ENABLED))
-		return l7_to_user(c, L7_R_DISABLED);
+		return l7_to_user(c, L7_R_DISABLED), l7_msg_pass(msg, &l7_sk_client, &key);
 	s = l7_scratch_get();
 	if (!s)
-		return l7_to_user(c, L7_R_UNSUPPORTED);
+		return l7_to_user(c, L7_R_UNSUPPORTED), l7_msg_pass(msg, &l7_sk_client, &key);
 	n = l7_copy_msg(msg, s, 0, size);
 	if (n <= 0 || l7_g_decide(s, (__u32)n, c, &key, cfg))
-		v = l7_to_user(c, L7_R_INCOMPLETE);
+		v = l7_to_user(c, L7_R_INCOMPLETE), l7_msg_pass(msg, &l7_sk_client, &key);
 	else
 		v = l7_req_msg_decided(msg, s, c, &key, cfg, size);
 	l7_scratch_put(s);
@@ -514,8 +452,7 @@ int l7_req_msg(struct sk_msg_md *msg)
 enum l7_resp_outcome {
 	L7_O_FORWARD = 0, /* forward [0, pos) to the client */
 	L7_O_RELAY = 1,   /* hand the whole message to the daemon */
-	L7_O_CORK = 2,    /* wait for more of the header block (SK_MSG only) */
-	L7_O_KILL = 3,    /* malformed mid-flight: drop the exchange */
+	L7_O_KILL = 2,    /* malformed mid-flight: drop the exchange */
 };
 
 struct l7_resp_step {
@@ -563,7 +500,7 @@ static __always_inline void l7_relay(struct l7_slot *slot, __u32 id)
  * head, and as much body as the message holds. Generated for SK_MSG and
  * SK_SKB from their copy/framer functions.
  */
-#define L7_DEFINE_RESP_STEP(name, ctx_t, copy, frame, can_cork)                              \
+#define L7_DEFINE_RESP_STEP(name, ctx_t, copy, frame, can_split)                              \
 	static __always_inline void name(ctx_t *ctx, struct l7_slot *slot,                    \
 					 struct l7_scratch *s, __u32 size,                    \
 					 struct l7_resp_step *o)                              \
@@ -593,9 +530,6 @@ static __always_inline void l7_relay(struct l7_slot *slot, __u32 id)
 			if (r != L7_P_OK) {                                                  \
 				if (pos)                                                     \
 					o->outcome = L7_O_FORWARD;                           \
-				else if (r == L7_P_MORE && can_cork && size < L7_SCRATCH_SIZE && \
-					 slot->resp.cork_count < cfg_max_cork)               \
-					o->outcome = L7_O_CORK;                              \
 				else                                                         \
 					o->outcome = L7_O_RELAY;                             \
 				o->pos = pos;                                                \
@@ -603,7 +537,6 @@ static __always_inline void l7_relay(struct l7_slot *slot, __u32 id)
 			}                                                                    \
 			l7_response_body(&s->ws.msg, slot->resp.req_head);                      \
 			slot->resp.status = s->ws.msg.status;                                   \
-			slot->resp.cork_count = 0;                                           \
 			if (s->ws.msg.flags & L7_MF_CLOSE)                                      \
 				slot->resp.close_after = 1;                                  \
 			if (s->ws.msg.status == 101) {                                          \
@@ -612,16 +545,21 @@ static __always_inline void l7_relay(struct l7_slot *slot, __u32 id)
 				o->pos = pos;                                                \
 				return;                                                      \
 			}                                                                    \
-			pos += s->ws.msg.hdr_len;                                               \
-			if (s->ws.msg.status < 200)                                             \
+			if (s->ws.msg.status < 200) {                                       \
+				pos += s->ws.msg.hdr_len;                                    \
 				continue;                                                    \
+			}                                                                    \
+			/* A body that ends with the connection is relayed by the      \
+			 * daemon from its head on: after socket-to-socket data, 6.18  \
+			 * reports the closing FIN to the reader as EFAULT, not EOF. */ \
+			if (s->ws.msg.body_kind == L7_BODY_UNTIL_CLOSE) {                    \
+				o->outcome = pos ? L7_O_FORWARD : L7_O_RELAY;                \
+				o->pos = pos;                                                \
+				return;                                                      \
+			}                                                                    \
+			pos += s->ws.msg.hdr_len;                                            \
 			l7_body_init(&slot->resp.body, s->ws.msg.body_kind,                     \
 				     s->ws.msg.content_length);                                 \
-			/* a body that ends with the connection goes over TCP: after   \
-			 * socket-to-socket data, 6.18 reports that FIN to the reader  \
-			 * as EFAULT instead of end of file */                          \
-			if (s->ws.msg.body_kind == L7_BODY_UNTIL_CLOSE)                      \
-				slot->resp.via_tcp = 1;                                      \
 			slot->resp.phase = L7_RESP_BODY;                                     \
 		}                                                                            \
 		if (slot->resp.phase == L7_RESP_BODY) {                                      \
@@ -632,7 +570,7 @@ static __always_inline void l7_relay(struct l7_slot *slot, __u32 id)
 				o->outcome = L7_O_KILL;                                      \
 				return;                                                      \
 			}                                                                    \
-			if (!can_cork && !slot->resp.body.done && pos < size) {              \
+			if (!can_split && !slot->resp.body.done && pos < size) {              \
 				/* an skb cannot be split: let the daemon frame it */         \
 				slot->resp.body = saved;                                     \
 				o->outcome = L7_O_RELAY;                                     \
@@ -649,46 +587,43 @@ static __always_inline void l7_relay(struct l7_slot *slot, __u32 id)
 L7_DEFINE_RESP_STEP(l7_resp_step_msg, struct sk_msg_md, l7_copy_msg, l7_frame_msg, 1)
 L7_DEFINE_RESP_STEP(l7_resp_step_skb, struct __sk_buff, l7_copy_skb, l7_frame_skb, 0)
 
-/* Socket-to-socket into a local client's ingress while the response stays
- * within the budget, then over TCP through the daemon's socket (the client
- * drains its ingress queue before its TCP queue, so order holds). */
-static __always_inline int l7_resp_via_tcp(struct l7_slot *slot, __u32 bytes,
-					   struct l7_config *cfg)
-{
-	if (!slot->resp.via_tcp && cfg && slot->resp.bytes + bytes > cfg->ingress_budget) {
-		slot->resp.via_tcp = 1;
-		l7_count(L7_C_BUDGET_TCP);
-	}
-	return slot->resp.via_tcp;
-}
-
-static __always_inline int l7_resp_redirect_msg(struct sk_msg_md *msg, struct l7_slot *slot,
-						__u32 bytes)
+/* Socket-to-socket into a local client's ingress; to a remote client
+ * through the daemon's accepted socket. */
+static __always_inline int l7_resp_redirect_msg(struct sk_msg_md *msg, struct l7_slot *slot)
 {
 	if (!slot->client_local)
 		return bpf_msg_redirect_hash(msg, &l7_sk_remote, &slot->client, 0);
-	if (l7_resp_via_tcp(slot, bytes, l7_cfg()) &&
-	    bpf_msg_redirect_hash(msg, &l7_sk_daemon, &slot->client, 0) == SK_PASS)
-		return SK_PASS;
 	return bpf_msg_redirect_hash(msg, &l7_sk_client, &slot->client, BPF_F_INGRESS);
 }
 
-static __always_inline int l7_resp_redirect_skb(struct __sk_buff *skb, struct l7_slot *slot,
-						__u32 bytes)
+static __always_inline int l7_resp_redirect_skb(struct __sk_buff *skb, struct l7_slot *slot)
 {
 	if (!slot->client_local)
 		return bpf_sk_redirect_hash(skb, &l7_sk_remote, &slot->client, 0);
-	if (l7_resp_via_tcp(slot, bytes, l7_cfg()) &&
-	    bpf_sk_redirect_hash(skb, &l7_sk_daemon, &slot->client, 0) == SK_PASS)
-		return SK_PASS;
 	return bpf_sk_redirect_hash(skb, &l7_sk_client, &slot->client, BPF_F_INGRESS);
 }
 
+/* A response that would outgrow the ingress budget is handed to the
+ * daemon at this message boundary, with the framing state as of its first
+ * byte: the rest streams with TCP's back-pressure. */
+static __always_inline int l7_resp_over_budget(struct l7_slot *slot, __u32 size)
+{
+	struct l7_config *cfg = l7_cfg();
+
+	if (!cfg || slot->resp.bytes + size <= cfg->ingress_budget)
+		return 0;
+	l7_count(L7_C_BUDGET_RELAY);
+	return 1;
+}
+
+/* The busy slot of a pooled connection; *id is its slot (L7_NO_SLOT when
+ * the connection is not pooled) even when the slot is not busy. */
 static __always_inline struct l7_slot *l7_slot_of(const struct l7_conn_key *k, __u32 *id)
 {
 	__u32 *sid = bpf_map_lookup_elem(&l7_slot_by_tuple, k);
 	struct l7_slot *slot;
 
+	*id = L7_NO_SLOT;
 	if (!sid)
 		return 0;
 	*id = *sid;
@@ -712,7 +647,11 @@ int l7_resp_msg(struct sk_msg_md *msg)
 	L7_KEY_FROM_CTX(&key, msg, 0);
 	slot = l7_slot_of(&key, &id);
 	if (!slot)
-		return SK_PASS;
+		return id == L7_NO_SLOT ? SK_PASS : l7_msg_pass(msg, &l7_sk_backend, &id);
+	if (l7_resp_over_budget(slot, size)) {
+		l7_relay(slot, id);
+		return l7_msg_pass(msg, &l7_sk_backend, &id);
+	}
 	if (slot->resp.phase == L7_RESP_START || slot->resp.body.kind == L7_BODY_CHUNKED)
 		s = l7_scratch_get();
 	l7_resp_step_msg(msg, slot, s, size, &o);
@@ -721,25 +660,20 @@ int l7_resp_msg(struct sk_msg_md *msg)
 	L7_TRACE(L7_T_RESP, &slot->client, o.outcome, o.pos | ((__u64)o.done << 32));
 
 	switch (o.outcome) {
-	case L7_O_CORK:
-		slot->resp.cork_count++;
-		bpf_msg_cork_bytes(msg, size + 1);
-		l7_count(L7_C_CORKED);
-		return SK_PASS;
 	case L7_O_RELAY:
 		l7_relay(slot, id);
-		return SK_PASS;
+		return l7_msg_pass(msg, &l7_sk_backend, &id);
 	case L7_O_KILL:
 		l7_event(L7_EV_CLOSE_CLIENT, id, &slot->client);
 		l7_slot_kill(slot, id, &slot->client);
-		return SK_PASS;
+		return l7_msg_pass(msg, &l7_sk_backend, &id);
 	}
-	v = l7_resp_redirect_msg(msg, slot, o.pos);
+	v = l7_resp_redirect_msg(msg, slot);
 	L7_TRACE(L7_T_RESP_REDIRECT, &slot->client, (__u32)v, o.pos);
 	if (v != SK_PASS) {
 		/* the client is gone: the daemon drains and closes this socket */
 		l7_slot_kill(slot, id, &slot->client);
-		return SK_PASS;
+		return l7_msg_pass(msg, &l7_sk_backend, &id);
 	}
 	slot->resp.bytes += o.pos;
 	if (o.done)
@@ -764,6 +698,10 @@ int l7_resp_skb(struct __sk_buff *skb)
 	slot = l7_slot_of(&key, &id);
 	if (!slot)
 		return SK_PASS;
+	if (l7_resp_over_budget(slot, size)) {
+		l7_relay(slot, id);
+		return SK_PASS;
+	}
 	if (slot->resp.phase == L7_RESP_START || slot->resp.body.kind == L7_BODY_CHUNKED)
 		s = l7_scratch_get();
 	l7_resp_step_skb(skb, slot, s, size, &o);
@@ -775,7 +713,6 @@ int l7_resp_skb(struct __sk_buff *skb)
 		o.outcome = L7_O_RELAY;
 	}
 	switch (o.outcome) {
-	case L7_O_CORK:
 	case L7_O_RELAY:
 		l7_relay(slot, id);
 		return SK_PASS;
@@ -788,7 +725,7 @@ int l7_resp_skb(struct __sk_buff *skb)
 		l7_relay(slot, id);
 		return SK_PASS;
 	}
-	v = l7_resp_redirect_skb(skb, slot, o.pos);
+	v = l7_resp_redirect_skb(skb, slot);
 	if (v != SK_PASS) {
 		l7_slot_kill(slot, id, &slot->client);
 		return SK_PASS;
@@ -802,122 +739,77 @@ int l7_resp_skb(struct __sk_buff *skb)
 /* ---- requests from remote clients (SK_SKB on the daemon's socket) --------- */
 
 /*
- * strparser framing: one message per request head plus Content-Length body
- * (bodies beyond cfg_piece_max in pieces), or everything available once the
- * connection is in user mode. The verdict below re-parses the head: parser
- * and verdict run at different times, so nothing is carried between them.
+ * Verdict-only: each skb gets one verdict as it arrives, framed with the
+ * connection's own state. (Under strparser the program sees the whole
+ * segment, not the message: the message offset is known only to the kernel,
+ * so framing cannot be trusted there.) An skb cannot be split, so whatever
+ * would need splitting is handed to the slow path instead: a head that is
+ * incomplete or followed by more bytes, or data arriving while a response is
+ * pending. The one exception is the end of a body followed by the next
+ * request (pipelining): the body's end is trimmed off and forwarded, and the
+ * client connection closes after the response (clients retry what a closed
+ * pipelined connection did not answer, RFC 9112 9.3.2).
  */
-SEC("sk_skb/stream_parser")
-int l7_req_parser(struct __sk_buff *skb)
-{
-	struct l7_conn_key key;
-	struct l7_scratch *s;
-	struct l7_conn *c;
-	__u32 len = skb->len;
-	long n;
-	int r;
-
-	L7_KEY_FROM_CTX(&key, skb, 0);
-	c = bpf_map_lookup_elem(&l7_conns, &key);
-	if (!c || c->mode == L7_MODE_USER)
-		return len;
-	if (c->req_phase == L7_REQ_BODY) {
-		__u64 rem = c->req_body.remaining;
-
-		if (rem > cfg_piece_max)
-			rem = cfg_piece_max;
-		return rem < len ? (int)rem : (int)(rem ? rem : len);
-	}
-	s = l7_scratch_get();
-	if (!s) {
-		l7_to_user(c, L7_R_UNSUPPORTED);
-		return len;
-	}
-	n = l7_copy_skb(skb, s, 0, len);
-	if (n <= 0) {
-		l7_scratch_put(s);
-		l7_to_user(c, L7_R_INCOMPLETE);
-		return len;
-	}
-	r = l7_g_parse(s, (__u32)n, 1);
-	if (r == L7_P_MORE) {
-		l7_scratch_put(s);
-		if (len < L7_SCRATCH_SIZE)
-			return 0;
-		l7_to_user(c, L7_R_TOO_BIG);
-		return len;
-	}
-	if (r != L7_P_OK || s->ws.msg.body_kind == L7_BODY_CHUNKED ||
-	    s->ws.msg.content_length > (1ULL << 30)) {
-		l7_scratch_put(s);
-		l7_to_user(c, r != L7_P_OK ? L7_R_PARSE : L7_R_UNSUPPORTED);
-		return len;
-	}
-	n = s->ws.msg.hdr_len;
-	if (s->ws.msg.body_kind == L7_BODY_LENGTH &&
-	    s->ws.msg.hdr_len + s->ws.msg.content_length <= cfg_piece_max)
-		n += s->ws.msg.content_length;
-	l7_scratch_put(s);
-	return (int)n;
-}
-
+/* The rest of a slow-path request's body: the daemon's. */
 static __always_inline int l7_req_body_skb(struct __sk_buff *skb, struct l7_conn *c,
 					   const struct l7_conn_key *key)
 {
-	__u32 id = c->kslot, len = skb->len;
-	struct l7_slot *slot;
-	int v;
+	__u64 rem = c->req_body.remaining;
+	__u32 len = skb->len;
 
-	c->req_body.remaining = c->req_body.remaining > len ? c->req_body.remaining - len : 0;
+	L7_TRACE(L7_T_BODY, key, len, rem);
+	/* what follows the body in the same skb is the slow path's too */
+	if (len > rem)
+		return l7_to_user(c, L7_R_PIPELINED);
+	c->req_body.remaining = rem - len;
 	if (!c->req_body.remaining)
 		c->req_phase = L7_REQ_IDLE;
-	if (c->body_target == L7_BT_DAEMON)
-		return SK_PASS;
-	slot = bpf_map_lookup_elem(&l7_slots, &id);
-	if (!slot)
-		return l7_to_user(c, L7_R_REDIRECT);
-	if (c->body_target == L7_BT_INGRESS)
-		v = bpf_sk_redirect_hash(skb, &l7_sk_backend, &id, BPF_F_INGRESS);
-	else
-		v = bpf_sk_redirect_hash(skb, &l7_sk_upstream, &id, 0);
-	if (v != SK_PASS) {
-		l7_slot_kill(slot, id, key);
-		return l7_to_user(c, L7_R_REDIRECT);
-	}
 	return SK_PASS;
 }
 
 static __always_inline int l7_req_skb_decided(struct __sk_buff *skb, struct l7_decision *d,
 					      struct l7_conn *c, const struct l7_conn_key *key,
-					      struct l7_config *cfg, __u32 len)
+					      __u32 len)
 {
 	struct l7_slot *slot;
 	int ingress, v;
 
+	L7_TRACE(L7_T_REQ, key, d->kind, d->reason);
 	if (d->kind == L7_D_MORE)
 		return l7_to_user(c, d->reason);
+	/* more bytes after this request in the same skb: cannot split */
+	if (d->kind != L7_D_PASS_CONN && d->total < len) {
+		if (d->kind == L7_D_KERNEL) {
+			slot = bpf_map_lookup_elem(&l7_slots, &d->slot);
+			if (slot)
+				slot->state = L7_SLOT_IDLE;
+		}
+		return l7_to_user(c, L7_R_PIPELINED);
+	}
 	if (d->kind == L7_D_KERNEL) {
 		slot = l7_slot_begin(d, key, 0);
 		if (!slot)
 			return l7_to_user(c, L7_R_REDIRECT);
-		ingress = (slot->flags & L7_SF_BACKEND_LOCAL) && d->total <= cfg->ingress_budget;
-		if (ingress)
-			v = bpf_sk_redirect_hash(skb, &l7_sk_backend, &d->slot, BPF_F_INGRESS);
-		else
-			v = bpf_sk_redirect_hash(skb, &l7_sk_upstream, &d->slot, 0);
-		if (v == SK_PASS) {
-			l7_kernel_accounted(c, d);
-			if (d->total > len) {
-				c->req_phase = L7_REQ_BODY;
-				c->kslot = d->slot;
-				c->body_target = ingress ? L7_BT_INGRESS : L7_BT_EGRESS;
-				l7_body_init(&c->req_body, L7_BODY_LENGTH, d->total - len);
+		if (d->total > len) {
+			/* the body continues in later skbs: slow path */
+			slot->state = L7_SLOT_IDLE;
+			d->kind = L7_D_PASS_REQ;
+			d->reason = L7_R_TOO_BIG;
+		} else {
+			ingress = !!(slot->flags & L7_SF_BACKEND_LOCAL);
+			if (ingress)
+				v = bpf_sk_redirect_hash(skb, &l7_sk_backend, &d->slot, BPF_F_INGRESS);
+			else
+				v = bpf_sk_redirect_hash(skb, &l7_sk_upstream, &d->slot, 0);
+			L7_TRACE(L7_T_REQ_REDIRECT, key, d->slot, ((__u64)ingress << 32) | (__u32)v);
+			if (v == SK_PASS) {
+				l7_kernel_accounted(c, d);
+				return SK_PASS;
 			}
-			return SK_PASS;
+			l7_slot_kill(slot, d->slot, key);
+			d->kind = L7_D_PASS_REQ;
+			d->reason = L7_R_REDIRECT;
 		}
-		l7_slot_kill(slot, d->slot, key);
-		d->kind = L7_D_PASS_REQ;
-		d->reason = L7_R_REDIRECT;
 	}
 	if (d->kind == L7_D_PASS_REQ) {
 		c->u_sent++;
@@ -925,7 +817,6 @@ static __always_inline int l7_req_skb_decided(struct __sk_buff *skb, struct l7_d
 		l7_count(L7_C_REASON_BASE + d->reason);
 		if (d->total > len) {
 			c->req_phase = L7_REQ_BODY;
-			c->body_target = L7_BT_DAEMON;
 			l7_body_init(&c->req_body, L7_BODY_LENGTH, d->total - len);
 		}
 		return SK_PASS;
@@ -933,8 +824,8 @@ static __always_inline int l7_req_skb_decided(struct __sk_buff *skb, struct l7_d
 	return l7_to_user(c, d->reason);
 }
 
-SEC("sk_skb/stream_verdict")
-int l7_req_verdict(struct __sk_buff *skb)
+SEC("sk_skb")
+int l7_req_skb(struct __sk_buff *skb)
 {
 	struct l7_conn_key key;
 	struct l7_scratch *s;
@@ -944,6 +835,8 @@ int l7_req_verdict(struct __sk_buff *skb)
 	long n;
 	int v;
 
+	if (!len)
+		return SK_PASS; /* FIN */
 	L7_KEY_FROM_CTX(&key, skb, 0);
 	c = bpf_map_lookup_elem(&l7_conns, &key);
 	if (!c || c->mode == L7_MODE_USER)
@@ -959,10 +852,10 @@ int l7_req_verdict(struct __sk_buff *skb)
 	if (!s)
 		return l7_to_user(c, L7_R_UNSUPPORTED);
 	n = l7_copy_skb(skb, s, 0, len);
-	if (n <= 0 || l7_g_decide(s, (__u32)n | L7_DECIDE_REMOTE, c, &key, cfg))
+	if (n <= 0 || l7_g_decide(s, (__u32)n, c, &key, cfg))
 		v = l7_to_user(c, L7_R_INCOMPLETE);
 	else
-		v = l7_req_skb_decided(skb, &s->dec, c, &key, cfg, len);
+		v = l7_req_skb_decided(skb, &s->dec, c, &key, len);
 	l7_scratch_put(s);
 	return v;
 }

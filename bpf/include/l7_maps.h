@@ -123,17 +123,8 @@ struct {
 	__type(value, __u64);
 } l7_sk_client SEC(".maps");
 
-/* The daemon's accepted sockets of local clients (daemon inserts). No
- * programs: only a redirect target, for responses sent over TCP. */
-struct {
-	__uint(type, BPF_MAP_TYPE_SOCKHASH);
-	__uint(max_entries, L7_MAX_CONNS);
-	__type(key, struct l7_conn_key);
-	__type(value, __u64);
-} l7_sk_daemon SEC(".maps");
-
 /* The daemon's accepted sockets of remote clients (daemon inserts). SK_SKB
- * parser + verdict l7_req_skb_* run on bytes arriving from the network. */
+ * verdict l7_req_skb runs on bytes arriving from the network. */
 struct {
 	__uint(type, BPF_MAP_TYPE_SOCKHASH);
 	__uint(max_entries, L7_MAX_CONNS);

@@ -251,9 +251,9 @@ struct l7_resp_state {
 	__u8 phase;
 	__u8 req_head;     /* request was HEAD: no body whatever the headers say */
 	__u8 close_after;  /* response or request asked to close the connection */
-	__u8 via_tcp;      /* rest of this response goes over TCP (budget) */
+	__u8 pad0;
 	__u16 status;
-	__u16 cork_count;
+	__u16 pad1;
 	__u64 bytes;       /* bytes of this response forwarded so far */
 	struct l7_body_state body;
 };
@@ -284,14 +284,7 @@ enum l7_conn_side {
 
 enum l7_req_phase {
 	L7_REQ_IDLE = 0,
-	L7_REQ_CORKED = 1,  /* waiting for the rest of a header block */
-	L7_REQ_BODY = 2,    /* chunked body continues in the next message */
-};
-
-enum l7_body_target {
-	L7_BT_DAEMON = 0,   /* pass to the slow path */
-	L7_BT_INGRESS = 1,  /* backend socket's ingress (socket to socket) */
-	L7_BT_EGRESS = 2,   /* pooled upstream socket's egress (TCP) */
+	L7_REQ_BODY = 2,    /* SK_SKB: a slow-path request's body continues */
 };
 
 struct l7_conn {
@@ -299,14 +292,12 @@ struct l7_conn {
 	__u8 mode;
 	__u8 side;
 	__u8 req_phase;
-	__u8 cork_count;
-	__u32 cork_size;
-	__u32 kslot;          /* slot of the body in progress (L7_REQ_BODY) */
+	__u8 pad;
 	__u64 k_outstanding;  /* kernel requests whose response is not complete */
 	__u64 u_sent;         /* requests handed to the slow path */
 	__u64 k_requests;
-	__u32 body_target;    /* enum l7_body_target of the body in progress */
 	__u32 user_reason;    /* enum l7_reason that switched to L7_MODE_USER */
+	__u32 pad2;
 	struct l7_body_state req_body;
 };
 
@@ -352,8 +343,7 @@ enum l7_counter {
 	L7_C_REQ_USER,
 	L7_C_RESP_KERNEL,
 	L7_C_RESP_RELAY,     /* responses handed to the daemon */
-	L7_C_CORKED,
-	L7_C_BUDGET_TCP,     /* messages sent over TCP because of the ingress budget */
+	L7_C_BUDGET_RELAY,   /* responses relayed because they outgrew the budget */
 	L7_C_SCRATCH_BUSY,   /* nested invocation found the per-CPU scratch in use */
 	L7_C_CONN_CLOSE,     /* close events sent to the daemon */
 	L7_C_REASON_BASE,    /* + enum l7_reason */
@@ -393,6 +383,7 @@ enum l7_trace_code {
 	L7_T_RESP = 3,         /* response step: outcome, pos | done << 32 */
 	L7_T_RESP_REDIRECT = 4,/* response redirect: verdict, bytes */
 	L7_T_KILL = 5,         /* slot killed: slot, reason line */
+	L7_T_BODY = 6,         /* body piece (SK_SKB): bytes, remaining before */
 };
 
 struct l7_event {

@@ -112,6 +112,8 @@ struct l7_match_state {
 struct l7_frame_state {
 	__u32 pos;
 	__u32 size;
+	__u32 err_pos;   /* where framing failed (traces) */
+	__u32 err_phase;
 };
 
 struct l7_scratch {

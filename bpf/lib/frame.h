@@ -17,17 +17,13 @@
 #define L7_MAX_CHUNK_WINDOWS 8
 #define L7_CHUNK_WINDOW 512
 
-/* Copies msg bytes [off, off + want) to s->ws.buf; returns bytes copied or < 0. */
-static __always_inline long l7_copy_msg(struct sk_msg_md *msg, struct l7_scratch *s, __u32 off,
-					__u32 want)
+/* Linearises and copies msg bytes [off, off + want) to s->ws.buf. */
+static __always_inline long l7_copy_msg_exact(struct sk_msg_md *msg, struct l7_scratch *s,
+					      __u32 off, __u32 want)
 {
 	void *data, *end;
 	__u64 n;
 
-	if (want > L7_SCRATCH_SIZE)
-		want = L7_SCRATCH_SIZE;
-	if (!want)
-		return 0;
 	if (bpf_msg_pull_data(msg, off, off + want, 0))
 		return -1;
 	data = (void *)(long)msg->data;
@@ -42,6 +38,30 @@ static __always_inline long l7_copy_msg(struct sk_msg_md *msg, struct l7_scratch
 	if (bpf_probe_read_kernel(s->ws.buf, n, data))
 		return -1;
 	return (long)n;
+}
+
+/*
+ * Copies up to `want` message bytes from `off` into scratch; returns how
+ * many (>= 1 unless the message ends) or < 0. A range that straddles two
+ * scatterlist elements makes bpf_msg_pull_data() copy both whole elements
+ * into one atomic allocation, which can fail for large sends; shorter
+ * ranges straddle less, and one byte never does.
+ */
+static __always_inline long l7_copy_msg(struct sk_msg_md *msg, struct l7_scratch *s, __u32 off,
+					__u32 want)
+{
+	long n;
+
+	if (want > L7_SCRATCH_SIZE)
+		want = L7_SCRATCH_SIZE;
+	if (!want)
+		return 0;
+	n = l7_copy_msg_exact(msg, s, off, want);
+	if (n < 0 && want > 64)
+		n = l7_copy_msg_exact(msg, s, off, 64);
+	if (n < 0)
+		n = l7_copy_msg_exact(msg, s, off, 1);
+	return n;
 }
 
 static __always_inline long l7_copy_skb(struct __sk_buff *skb, struct l7_scratch *s, __u32 off,
@@ -146,14 +166,20 @@ L7_CALLBACK long l7_chunk_walk_cb(__u32 i, void *ctx)
 			}                                                                   \
 			n = copy(ctx, s, at, end - at < L7_CHUNK_WINDOW ? end - at          \
 								: L7_CHUNK_WINDOW);         \
-			if (n <= 0)                                                         \
+			if (n <= 0) {                                                       \
+				s->fr.err_pos = at;                                         \
+				s->fr.err_phase = 0xffff;                                   \
 				return -1;                                                  \
+			}                                                                   \
 			c.b = b;                                                            \
 			c.w.buf = s->ws.buf;                                                \
 			c.w.len = (__u32)n;                                                 \
 			L7_LOOP(L7_CHUNK_WINDOW + 1, l7_chunk_walk_cb, &c);                 \
-			if (c.err)                                                          \
+			if (c.err) {                                                        \
+				s->fr.err_pos = at + c.pos;                                 \
+				s->fr.err_phase = b->phase | ((__u32)l7_at(&c.w, c.pos) << 8); \
 				return -1;                                                  \
+			}                                                                   \
 			s->fr.pos = at + c.pos;                                             \
 		}                                                                           \
 		return s->fr.pos;                                                           \

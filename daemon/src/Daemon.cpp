@@ -445,7 +445,7 @@ control::StatsSnapshot Daemon::stats()
 {
     static const char* const counter_names[L7_C_REASON_BASE] = {
         "requests_kernel", "requests_user", "responses_kernel", "responses_relayed",
-        "corked", "budget_tcp", "scratch_busy", "close_events"};
+        "budget_relay", "scratch_busy", "close_events"};
     static const char* const reason_names[L7_R_COUNT] = {
         "none", "no_conn", "user_mode", "incomplete", "too_big", "parse", "unsupported",
         "no_route", "route_user", "pool_miss", "pipelined", "redirect", "user_pending", "disabled"};

@@ -77,7 +77,6 @@ Dataplane::Dataplane(const DataplaneOptions& opts) : opts_(opts)
     if (!skel_)
         throw DataplaneError("opening the embedded BPF object: " + errstr(errno));
     // load-time specialisation: the verifier prunes what these disable
-    skel_->rodata->cfg_max_cork = opts_.max_cork;
     skel_->rodata->cfg_trace = opts_.trace ? 1 : 0;
     int err = l7fast_bpf__load(skel_);
     if (err) {
@@ -153,8 +152,7 @@ void Dataplane::attach()
     } const table[] = {
         {skel_->progs.l7_req_msg, skel_->maps.l7_sk_client, BPF_SK_MSG_VERDICT},
         {skel_->progs.l7_resp_msg, skel_->maps.l7_sk_backend, BPF_SK_MSG_VERDICT},
-        {skel_->progs.l7_req_parser, skel_->maps.l7_sk_remote, BPF_SK_SKB_STREAM_PARSER},
-        {skel_->progs.l7_req_verdict, skel_->maps.l7_sk_remote, BPF_SK_SKB_STREAM_VERDICT},
+        {skel_->progs.l7_req_skb, skel_->maps.l7_sk_remote, BPF_SK_SKB_VERDICT},
         {skel_->progs.l7_resp_skb, skel_->maps.l7_sk_upstream, BPF_SK_SKB_VERDICT},
     };
     // Programs must be attached to a sockmap before sockets are inserted:
@@ -352,15 +350,13 @@ bool Dataplane::conn_create(const l7_conn_key& k, uint32_t listener_id, uint8_t 
     c.listener_id = listener_id;
     c.mode = L7_MODE_KERNEL;
     c.side = side;
-    c.kslot = L7_NO_SLOT;
     return bpf_map_update_elem(bpf_map__fd(skel_->maps.l7_conns), &k, &c, BPF_NOEXIST) == 0;
 }
 
-bool Dataplane::insert_accepted_socket(const l7_conn_key& k, int fd, bool remote)
+bool Dataplane::insert_remote_socket(const l7_conn_key& k, int fd)
 {
     uint64_t v = static_cast<uint64_t>(fd);
-    int mfd = bpf_map__fd(remote ? skel_->maps.l7_sk_remote : skel_->maps.l7_sk_daemon);
-    return bpf_map_update_elem(mfd, &k, &v, BPF_ANY) == 0;
+    return bpf_map_update_elem(bpf_map__fd(skel_->maps.l7_sk_remote), &k, &v, BPF_ANY) == 0;
 }
 
 void Dataplane::conn_set_user_done(const l7_conn_key& k, uint64_t done)
@@ -384,7 +380,6 @@ void Dataplane::conn_forget(const l7_conn_key& k)
 {
     bpf_map_delete_elem(bpf_map__fd(skel_->maps.l7_conns), &k);
     bpf_map_delete_elem(bpf_map__fd(skel_->maps.l7_conn_user), &k);
-    bpf_map_delete_elem(bpf_map__fd(skel_->maps.l7_sk_daemon), &k);
     bpf_map_delete_elem(bpf_map__fd(skel_->maps.l7_sk_remote), &k);
 }
 

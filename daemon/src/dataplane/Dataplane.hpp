@@ -35,7 +35,6 @@ struct DataplaneOptions {
     std::string cgroup;     // cgroup v2 directory for sockops
     std::string bpffs;      // pin directory, e.g. /sys/fs/bpf/l7fast
     uint32_t ingress_budget = 65536;
-    uint32_t max_cork = 8;  // header-block re-runs per message
     bool trace = false;     // decision trace events (debugging)
 };
 
@@ -74,9 +73,9 @@ public:
     // Registers a client the data plane has not seen (remote client, or a
     // local one outside the cgroup).
     bool conn_create(const l7_conn_key& k, uint32_t listener_id, uint8_t side);
-    // The daemon's accepted socket for `k`: redirect target (local clients)
-    // or SK_SKB-attached (remote clients).
-    bool insert_accepted_socket(const l7_conn_key& k, int fd, bool remote);
+    // The daemon's accepted socket of a remote client: its bytes go through
+    // SK_SKB, and it is the redirect target for the client's responses.
+    bool insert_remote_socket(const l7_conn_key& k, int fd);
     void conn_set_user_done(const l7_conn_key& k, uint64_t done);
     // Clears k_outstanding after the daemon finished a kernel exchange.
     void conn_clear_outstanding(const l7_conn_key& k);

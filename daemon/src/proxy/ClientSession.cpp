@@ -84,7 +84,7 @@ void ClientSession::finish()
         return;
     finished_ = true;
     error_code ig;
-    sock_.shutdown(tcp::socket::shutdown_both, ig);
+    sock_.shutdown(tcp::socket::shutdown_send, ig);
     sock_.close(ig);
     if (tracked_ && server_.dataplane())
         server_.dataplane()->conn_forget(key_);
@@ -115,6 +115,8 @@ awaitable<int> ClientSession::read_request_head(l7_msg& m)
             m.status = in_len_ ? 408 : 0;
             co_return -1;
         }
+        if (ec == asio::error::eof)
+            co_return -3;
         if (ec) {
             log::debug(dataplane::to_string(key_), ": client read: ", ec.message());
             co_return -2;
@@ -155,8 +157,12 @@ awaitable<bool> ClientSession::write_client(std::string_view data)
 
 awaitable<void> ClientSession::respond(int status, std::string_view text, bool close)
 {
-    if (co_await wait_kernel_idle())
-        co_await write_client(make_response(status, text, close));
+    // GCC 12 mishandles co_await inside conditions and temporaries that
+    // live across a co_await: every await here is a plain statement.
+    std::string response = make_response(status, text, close);
+    bool idle = co_await wait_kernel_idle();
+    if (idle)
+        co_await write_client(response);
     answered();
 }
 
@@ -232,8 +238,11 @@ awaitable<ClientSession::Exchange> ClientSession::pipe_response(UpstreamConn& up
         co_return static_cast<long>(n);
     };
     auto send = [&](size_t n) -> awaitable<bool> {
-        if (!x.wrote && wait_kernel && !co_await wait_kernel_idle())
-            co_return false;
+        if (!x.wrote && wait_kernel) {
+            bool idle = co_await wait_kernel_idle();
+            if (!idle)
+                co_return false;
+        }
         x.wrote = true;
         bool ok = co_await write_client({buf.data(), n});
         x.bytes += n;
@@ -261,7 +270,8 @@ awaitable<ClientSession::Exchange> ClientSession::pipe_response(UpstreamConn& up
         x.status = m.status;
         if (m.flags & L7_MF_CLOSE)
             x.close = true;
-        if (!co_await send(m.hdr_len))
+        bool sent = co_await send(m.hdr_len);
+        if (!sent)
             co_return x;
         if (m.status == 101) {
             x.ok = true;
@@ -278,8 +288,11 @@ awaitable<ClientSession::Exchange> ClientSession::pipe_response(UpstreamConn& up
             long k = framer.feed({buf.data(), len});
             if (k < 0)
                 co_return x;
-            if (k > 0 && !co_await send(static_cast<size_t>(k)))
-                co_return x;
+            if (k > 0) {
+                bool sent = co_await send(static_cast<size_t>(k));
+                if (!sent)
+                    co_return x;
+            }
             if (framer.done())
                 break;
         }
@@ -339,8 +352,16 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
                 co_await respond(408, "request head not received in time\n", true);
             break;
         }
+        if (st == -3) {
+            // The client is done sending (it may have half-closed after its
+            // last request): the kernel may still be delivering a response,
+            // which must reach the client before our FIN.
+            why = "client closed";
+            co_await wait_kernel_idle();
+            break;
+        }
         if (st < 0) {
-            why = "client closed or read failed";
+            why = "client read failed";
             break;
         }
         if (st == L7_P_ERROR) {
@@ -407,7 +428,8 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
             log::info("route ", route.name, ": upstream ",
                       cluster->endpoints[ei].address.str(), ": ", ec.message());
             bool must_close = close || m.body_kind != L7_BODY_NONE;
-            co_await respond(code, "upstream unavailable: " + ec.message() + "\n", must_close);
+            std::string text = "upstream unavailable: " + ec.message() + "\n";
+            co_await respond(code, text, must_close);
             if (must_close)
                 break;
             consume(m.hdr_len);
@@ -418,7 +440,8 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
         // body is read before the upstream's answer, which is then relayed.
         if ((m.flags & L7_MF_EXPECT_100) && m.body_kind != L7_BODY_NONE &&
             in_len_ == m.hdr_len) {
-            if (co_await wait_kernel_idle())
+            bool idle = co_await wait_kernel_idle();
+            if (idle)
                 co_await write_client("HTTP/1.1 100 Continue\r\n\r\n");
         }
 
@@ -427,13 +450,15 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
                                    asio::redirect_error(use_awaitable, wec));
         consume(m.hdr_len);
         bool body_error = false;
-        bool body_ok = !wec && co_await forward_request_body(*up, m, body_error);
+        bool body_ok = false;
+        if (!wec)
+            body_ok = co_await forward_request_body(*up, m, body_error);
         if (!body_ok) {
             server_.pool().release(up, false);
             int code = body_error ? 400 : 502;
             rc.status[status_class(code)]++;
-            co_await respond(code, body_error ? "malformed request body\n" : "upstream write failed\n",
-                             true);
+            std::string text = body_error ? "malformed request body\n" : "upstream write failed\n";
+            co_await respond(code, text, true);
             break;
         }
 
@@ -490,8 +515,10 @@ void ClientSession::kernel_failed(int status, const l7_slot& snapshot)
                snapshot.resp.bytes, " response bytes sent)");
     auto self = shared_from_this();
     asio::co_spawn(server_.io(), [self, status, snapshot]() -> awaitable<void> {
-        if (snapshot.resp.bytes == 0)
-            co_await self->write_client(make_response(status, "upstream failed\n", true));
+        if (snapshot.resp.bytes == 0) {
+            std::string response = make_response(status, "upstream failed\n", true);
+            co_await self->write_client(response);
+        }
         if (self->server_.dataplane())
             self->server_.dataplane()->conn_clear_outstanding(self->key_);
         self->closing_ = true;

@@ -28,6 +28,18 @@ tcp::endpoint to_endpoint(const policy::SocketAddress& a)
 
 const policy::Policy& PolicyRuntime::policy() const { return router->policy(); }
 
+void set_large_sndbuf(int fd)
+{
+    // A redirect into this socket's egress is pushed in the sender's
+    // context; with a non-blocking sender a full buffer cuts it short and
+    // the sender re-sends bytes the data plane already framed. A buffer
+    // far larger than the ingress budget keeps one message from ever
+    // meeting a full buffer (the pool runs one exchange at a time).
+    int bytes = 4 << 20;
+    if (::setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &bytes, sizeof(bytes)) != 0)
+        ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
+}
+
 bool ConnKeyLess::operator()(const l7_conn_key& a, const l7_conn_key& b) const
 {
     return std::memcmp(&a, &b, sizeof(a)) < 0;
@@ -161,14 +173,14 @@ awaitable<void> ProxyServer::accept_loop(std::shared_ptr<Listening> l)
         bool tracked = false;
         if (dp_) {
             if (dp_->conn(key)) {
-                // a local client: its own socket is in the data plane already;
-                // ours is the target when a response must go over TCP
-                tracked = dp_->insert_accepted_socket(key, sock.native_handle(), false);
+                // a local client: its own socket is in the data plane already
+                tracked = true;
             } else if (offload_remote_ && dp_->conn_create(key, lid, L7_SIDE_REMOTE)) {
-                tracked = dp_->insert_accepted_socket(key, sock.native_handle(), true);
+                set_large_sndbuf(sock.native_handle());
+                tracked = dp_->insert_remote_socket(key, sock.native_handle());
                 if (tracked) {
-                    // bytes that arrived before the socket joined the map were
-                    // not parsed; waking the socket makes strparser read them
+                    // bytes that arrived before the socket joined the map have
+                    // not been through the verdict; waking the socket runs it
                     int one = 1;
                     ::setsockopt(sock.native_handle(), SOL_SOCKET, SO_RCVLOWAT, &one, sizeof(one));
                 } else {
@@ -202,8 +214,8 @@ void ProxyServer::on_event(const l7_event& ev)
     switch (ev.type) {
     case L7_EV_TRACE: {
         static const char* const names[] = {"?", "request", "request-redirect", "response",
-                                            "response-redirect", "slot-kill"};
-        log::debug("trace ", names[ev.slot < 6 ? ev.slot : 0], " ", dataplane::to_string(ev.conn),
+                                            "response-redirect", "slot-kill", "body-piece"};
+        log::debug("trace ", names[ev.slot < 7 ? ev.slot : 0], " ", dataplane::to_string(ev.conn),
                    " ", ev.arg[0], " ", ev.arg[1]);
         break;
     }

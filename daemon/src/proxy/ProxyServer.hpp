@@ -49,6 +49,9 @@ struct UserRouteCounters {
     uint64_t bytes_in = 0, bytes_out = 0;
 };
 
+// Send buffer for sockets the data plane redirects into (see .cpp).
+void set_large_sndbuf(int fd);
+
 struct ConnKeyLess {
     bool operator()(const l7_conn_key& a, const l7_conn_key& b) const;
 };

@@ -9,6 +9,7 @@
 
 #include "common/Log.hpp"
 #include "dataplane/Dataplane.hpp"
+#include "proxy/ProxyServer.hpp"
 
 namespace l7fast::proxy {
 namespace {
@@ -245,6 +246,7 @@ awaitable<UpstreamPtr> UpstreamPool::connect_slot(uint32_t pool_id, uint32_t id,
     if (ec)
         co_return fail(ec);
     sock.set_option(tcp::no_delay(true), ec);
+    set_large_sndbuf(sock.native_handle());
     if (dp_ && !dp_->insert_upstream_socket(id, sock.native_handle())) {
         log::warning("pool ", ep, ": cannot add the connection to the data plane (",
                      std::strerror(errno), "); it serves the slow path only");
@@ -276,8 +278,10 @@ awaitable<UpstreamPtr> UpstreamPool::acquire(uint32_t pool_id, error_code& ec)
     }
     for (uint32_t i = 0; i < max_per_pool_; i++) {
         uint32_t id = pool_id * L7_SLOTS_PER_POOL + i;
-        if (cas(slot(id), L7_SLOT_EMPTY, L7_SLOT_CONNECTING))
-            co_return co_await connect_slot(pool_id, id, L7_SLOT_UBUSY, ec);
+        if (cas(slot(id), L7_SLOT_EMPTY, L7_SLOT_CONNECTING)) {
+            UpstreamPtr c = co_await connect_slot(pool_id, id, L7_SLOT_UBUSY, ec);
+            co_return c;
+        }
     }
     ec = errc::make_error_code(errc::no_buffer_space);
     co_return nullptr;

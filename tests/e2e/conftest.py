@@ -1,0 +1,43 @@
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import l7env  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def env(request):
+    """A cgroup, backends and daemon for one test module (see l7env.Env)."""
+    reason = l7env.skip_reason()
+    if reason:
+        if os.environ.get("L7FAST_REQUIRE_E2E") == "1":
+            pytest.fail(f"end-to-end tests required but cannot run: {reason}")
+        pytest.skip(reason)
+    name = request.module.__name__.rsplit(".", 1)[-1].replace("test_", "")
+    e = l7env.Env(name)
+    yield e
+    warnings = e.kernel_warnings()
+    e.close()
+    assert not warnings, "kernel warnings during the test:\n" + "\n".join(warnings)
+
+
+@pytest.hookimpl(tryfirst=True, hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    setattr(item, "rep_" + rep.when, rep)
+
+
+@pytest.fixture(autouse=True)
+def daemon_log_on_failure(request):
+    """Attach the last lines of l7fastd's log to a failing test's output."""
+    yield
+    rep = getattr(request.node, "rep_call", None)
+    if rep is None or not rep.failed or "env" not in request.fixturenames:
+        return
+    env = request.getfixturevalue("env")
+    if env.daemon:
+        tail = "\n".join(env.daemon.log().splitlines()[-40:])
+        print(f"\n--- l7fastd log (last 40 lines) ---\n{tail}")

@@ -1,0 +1,392 @@
+"""Test environment for l7fast's end-to-end tests: a cgroup of our own, real
+backends, a real l7fastd, and raw-socket HTTP helpers precise enough to test
+framing (pipelining, split writes, half-close).
+
+Sockets are "local" to the data plane when the process that creates them is
+in the test cgroup (that is where l7fastd attaches sockops). The test process
+itself moves into the cgroup for local clients (Env.local()) and stays out of
+it for remote ones.
+"""
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = Path(os.environ.get("L7FAST_BUILD", ROOT / "build"))
+L7FASTD = BUILD / "daemon" / "l7fastd"
+L7FASTCTL = BUILD / "daemon" / "l7fastctl"
+BACKEND = Path(__file__).resolve().parent / "backend.py"
+PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+
+COUNTERS = ["requests_kernel", "requests_user", "responses_kernel", "responses_relayed",
+            "budget_relay", "scratch_busy", "close_events"]
+REASONS = ["none", "no_conn", "user_mode", "incomplete", "too_big", "parse", "unsupported",
+           "no_route", "route_user", "pool_miss", "pipelined", "redirect", "user_pending",
+           "disabled"]
+
+
+def skip_reason():
+    """Why the end-to-end tests cannot run here, or None."""
+    if os.geteuid() != 0:
+        return "needs root (BPF, cgroups)"
+    if not L7FASTD.exists():
+        return f"{L7FASTD} not built (make build)"
+    if cgroup2_root() is None:
+        return "no cgroup v2 hierarchy mounted"
+    if shutil.which("bpftool") is None and not os.path.exists("/usr/sbin/bpftool"):
+        return "bpftool missing (apt install bpftool)"
+    return None
+
+
+def cgroup2_root():
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            parts = line.split()
+            sep = parts.index("-")
+            if parts[sep + 1] == "cgroup2":
+                return Path(parts[4])
+    return None
+
+
+def free_port(host="127.0.0.1"):
+    fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(fam, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def wait_port(host, port, timeout=10.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with socket.create_connection((host, port), timeout=0.5):
+                return True
+        except OSError:
+            time.sleep(0.05)
+    return False
+
+
+class Cgroup:
+    """A cgroup v2 directory of our own."""
+
+    def __init__(self, name):
+        self.path = cgroup2_root() / name
+        self.path.mkdir(exist_ok=True)
+
+    def add(self, pid):
+        (self.path / "cgroup.procs").write_text(str(pid))
+
+    def procs(self):
+        return [int(p) for p in (self.path / "cgroup.procs").read_text().split()]
+
+    def remove(self):
+        root = cgroup2_root()
+        for pid in self.procs():
+            try:
+                (root / "cgroup.procs").write_text(str(pid))
+            except OSError:
+                pass
+        for _ in range(50):
+            try:
+                self.path.rmdir()
+                return
+            except OSError:
+                time.sleep(0.1)
+
+
+class Backend:
+    def __init__(self, name, port, cgroup=None, host="127.0.0.1"):
+        self.name, self.port, self.host = name, port, host
+        pre = (lambda: cgroup.add(os.getpid())) if cgroup else None
+        self.proc = subprocess.Popen([PYTHON, str(BACKEND), name, str(port), host],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     preexec_fn=pre)
+        if not wait_port(host, port):
+            raise RuntimeError(f"backend {name} did not start on {host}:{port}")
+
+    def address(self):
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+class Daemon:
+    """A real l7fastd with its own policy file, bpffs directory and cgroup."""
+
+    def __init__(self, policy_body, cgroup, workdir, extra_args=(), daemon_settings="",
+                 policy_dir=None):
+        self.cgroup = cgroup
+        self.workdir = Path(workdir)
+        self.bpffs = f"/sys/fs/bpf/l7fast-test-{os.getpid()}-{id(self) & 0xffff:x}"
+        self.policy = self.workdir / "policy.toml"
+        self.policy_dir = Path(policy_dir) if policy_dir else self.workdir / "policy.d"
+        self.header = (f'[daemon]\ncgroup = "{cgroup.path}"\nbpffs = "{self.bpffs}"\n'
+                       f"{daemon_settings}\n")
+        self.write_policy(policy_body)
+        self.log_path = self.workdir / "l7fastd.log"
+        self.notify_path = self.workdir / "notify.sock"
+        self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.notify.bind(str(self.notify_path))
+        self.notify.settimeout(30)
+        self.notifications = []
+        env = dict(os.environ, NOTIFY_SOCKET=str(self.notify_path))
+        env.pop("JOURNAL_STREAM", None)
+        self.logf = open(self.log_path, "w")
+        self.proc = subprocess.Popen(
+            [str(L7FASTD), "--config", str(self.policy), "--policy-dir", str(self.policy_dir),
+             "--log-level", "debug", *extra_args],
+            stdout=self.logf, stderr=subprocess.STDOUT, env=env,
+            preexec_fn=lambda: cgroup.add(os.getpid()))
+        self.wait_notify("READY=1")
+
+    def write_policy(self, body):
+        self.policy.write_text(self.header + body)
+
+    def wait_notify(self, needle, timeout=30.0):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"l7fastd exited with {self.proc.returncode}:\n{self.log()}")
+            try:
+                self.notify.settimeout(max(0.1, deadline - time.time()))
+                msg = self.notify.recv(4096).decode()
+            except socket.timeout:
+                break
+            self.notifications.append(msg)
+            if needle in msg:
+                return msg
+        raise RuntimeError(f"l7fastd did not notify {needle!r}:\n{self.log()}")
+
+    def reload(self):
+        """SIGHUP; returns the READY notification that ends the reload."""
+        self.proc.send_signal(signal.SIGHUP)
+        self.wait_notify("RELOADING=1")
+        return self.wait_notify("READY=1")
+
+    def log(self):
+        self.logf.flush()
+        return self.log_path.read_text()
+
+    def map_dump(self, name):
+        out = subprocess.run(["bpftool", "-j", "map", "dump", "pinned", f"{self.bpffs}/maps/{name}"],
+                             capture_output=True, text=True, check=True).stdout
+        return json.loads(out)
+
+    def counters(self):
+        """Data-plane counters summed over CPUs, by name."""
+        out = {}
+        for e in self.map_dump("l7_counters"):
+            f = e.get("formatted", e)
+            k = f["key"]
+            total = sum(v["value"] for v in f["values"])
+            name = COUNTERS[k] if k < len(COUNTERS) else "to_slow_path_" + REASONS[k - len(COUNTERS)]
+            out[name] = total
+        return out
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.logf.close()
+        self.notify.close()
+        return self.proc.returncode
+
+
+class Env:
+    """One test module's world: a cgroup, backends and a daemon."""
+
+    def __init__(self, name):
+        self.cgroup = Cgroup(f"l7fast-test-{os.getpid()}-{name}")
+        self.tmp = tempfile.TemporaryDirectory(prefix=f"l7fast-{name}-")
+        self.backends = {}
+        self.daemon = None
+        self.dmesg_start = dmesg_lines()
+
+    def backend(self, name, local=True, host="127.0.0.1"):
+        b = Backend(name, free_port(host), self.cgroup if local else None, host)
+        self.backends[name] = b
+        return b
+
+    def start(self, policy_body, **kw):
+        self.daemon = Daemon(policy_body, self.cgroup, self.tmp.name, **kw)
+        return self.daemon
+
+    @contextlib.contextmanager
+    def local(self):
+        """Sockets created inside belong to the test cgroup (local clients)."""
+        root = cgroup2_root()
+        self.cgroup.add(os.getpid())
+        try:
+            yield
+        finally:
+            (root / "cgroup.procs").write_text(str(os.getpid()))
+
+    def close(self):
+        if self.daemon:
+            self.daemon.stop()
+        for b in self.backends.values():
+            b.stop()
+        self.cgroup.remove()
+        self.tmp.cleanup()
+
+    def kernel_warnings(self):
+        return [l for l in dmesg_lines()[len(self.dmesg_start):]
+                if re.search(r"WARNING|BUG|Oops|general protection|refcount_t|RIP:", l)]
+
+
+def dmesg_lines():
+    r = subprocess.run(["dmesg"], capture_output=True, text=True)
+    return r.stdout.splitlines()
+
+
+# ---- HTTP over raw sockets -------------------------------------------------
+
+class Response:
+    def __init__(self, status, reason, headers, body, raw_head):
+        self.status, self.reason, self.headers, self.body = status, reason, headers, body
+        self.raw_head = raw_head
+
+    def header(self, name, default=None):
+        for k, v in self.headers:
+            if k.lower() == name.lower():
+                return v
+        return default
+
+    def json(self):
+        return json.loads(self.body)
+
+    def __repr__(self):
+        return f"<Response {self.status} {len(self.body)} bytes>"
+
+
+class Conn:
+    """One client connection; responses are read with exact framing."""
+
+    def __init__(self, port, host="127.0.0.1", timeout=10.0):
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.buf = b""
+
+    def send(self, data):
+        self.sock.sendall(data)
+
+    def request(self, method="GET", path="/", headers=None, body=None, host="test"):
+        self.send(make_request(method, path, headers, body, host))
+
+    def _fill(self):
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            raise EOFError("connection closed")
+        self.buf += chunk
+
+    def _line(self):
+        while b"\r\n" not in self.buf:
+            self._fill()
+        line, self.buf = self.buf.split(b"\r\n", 1)
+        return line
+
+    def _take(self, n):
+        while len(self.buf) < n:
+            self._fill()
+        data, self.buf = self.buf[:n], self.buf[n:]
+        return data
+
+    def read_response(self, head_request=False):
+        """Reads one final response (interim 1xx responses are skipped)."""
+        while True:
+            status_line = self._line()
+            m = re.match(rb"HTTP/1\.[01] (\d{3})(?: (.*))?$", status_line)
+            assert m, f"bad status line {status_line!r}"
+            status = int(m.group(1))
+            headers, raw = [], status_line + b"\r\n"
+            while True:
+                line = self._line()
+                raw += line + b"\r\n"
+                if not line:
+                    break
+                k, v = line.split(b":", 1)
+                headers.append((k.decode().strip(), v.decode().strip()))
+            if 100 <= status < 200 and status != 101:
+                continue
+            break
+        hdr = {k.lower(): v for k, v in headers}
+        body = b""
+        if head_request or status in (204, 304):
+            pass
+        elif hdr.get("transfer-encoding", "").lower() == "chunked":
+            while True:
+                size = int(self._line().split(b";")[0], 16)
+                if size == 0:
+                    while self._line():
+                        pass
+                    break
+                body += self._take(size)
+                assert self._take(2) == b"\r\n"
+        elif "content-length" in hdr:
+            body = self._take(int(hdr["content-length"]))
+        else:
+            while True:
+                try:
+                    self._fill()
+                except EOFError:
+                    break
+            body, self.buf = self.buf, b""
+        return Response(status, (m.group(2) or b"").decode(), headers, body, raw)
+
+    def closed_by_peer(self, timeout=5.0):
+        """True if the peer closes the connection (clean EOF) within timeout."""
+        self.sock.settimeout(timeout)
+        try:
+            return self.sock.recv(1) == b"" and not self.buf
+        except (socket.timeout, ConnectionResetError):
+            return False
+
+    def close(self):
+        self.sock.close()
+
+
+def make_request(method="GET", path="/", headers=None, body=None, host="test"):
+    lines = [f"{method} {path} HTTP/1.1", f"Host: {host}"]
+    hdrs = dict(headers or {})
+    if body is not None and "Transfer-Encoding" not in hdrs:
+        hdrs.setdefault("Content-Length", str(len(body)))
+    for k, v in hdrs.items():
+        lines.append(f"{k}: {v}")
+    data = ("\r\n".join(lines) + "\r\n\r\n").encode()
+    if body is not None:
+        if hdrs.get("Transfer-Encoding") == "chunked":
+            step = 65536
+            for i in range(0, len(body), step):
+                part = body[i:i + step]
+                data += b"%x\r\n%s\r\n" % (len(part), part)
+            data += b"0\r\n\r\n"
+        else:
+            data += body
+    return data
+
+
+def get(port, path="/", **kw):
+    c = Conn(port)
+    try:
+        c.request("GET", path, **kw)
+        return c.read_response()
+    finally:
+        c.close()

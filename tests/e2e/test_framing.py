@@ -1,0 +1,177 @@
+"""Message framing through the kernel path and the slow path: bodies by
+Content-Length and chunked (both directions), HEAD/1xx/204/304, bodies
+delimited by close, pipelining, writes split mid-head, half-close,
+Connection: close."""
+import hashlib
+import os
+import socket
+import time
+
+import pytest
+
+from l7env import Conn, free_port, make_request
+
+
+@pytest.fixture(scope="module")
+def web(env):
+    env.backend("a")
+    port = free_port()
+    env.start(f"""
+[[listener]]
+name = "web"
+address = "127.0.0.1:{port}"
+[[cluster]]
+name = "a"
+endpoints = [ {{ address = "{env.backends['a'].address()}" }} ]
+[[route]]
+name = "all"
+cluster = "a"
+""")
+    return port
+
+
+CLIENTS = [True, False]
+IDS = ["local", "remote"]
+
+
+def connect(env, port, local):
+    if local:
+        with env.local():
+            return Conn(port)
+    return Conn(port)
+
+
+@pytest.mark.parametrize("local", CLIENTS, ids=IDS)
+@pytest.mark.parametrize("coding", ["length", "chunked"])
+def test_one_megabyte_request_body(env, web, local, coding):
+    body = os.urandom(1 << 20)
+    c = connect(env, web, local)
+    headers = {"Transfer-Encoding": "chunked"} if coding == "chunked" else None
+    c.request("POST", "/upload", headers=headers, body=body)
+    r = c.read_response()
+    assert r.status == 200
+    d = r.json()
+    assert d["body_len"] == len(body)
+    assert d["body_sha256"] == hashlib.sha256(body).hexdigest()
+    # the connection is still in sync afterwards
+    c.request("GET", "/after")
+    assert c.read_response().json()["path"] == "/after"
+    c.close()
+
+
+@pytest.mark.parametrize("local", CLIENTS, ids=IDS)
+@pytest.mark.parametrize("query,length", [("size=100", 100), ("size=200000", 200000),
+                                          ("size=3000&chunked=1", 3000),
+                                          ("size=300000&chunked=1", 300000)])
+def test_response_bodies(env, web, local, query, length):
+    c = connect(env, web, local)
+    for _ in range(2):
+        c.request("GET", "/r?" + query)
+        r = c.read_response()
+        assert r.status == 200 and len(r.body) == length and set(r.body) == {ord("x")}
+    c.close()
+
+
+@pytest.mark.parametrize("local", CLIENTS, ids=IDS)
+def test_head_204_304_and_interim_keep_framing(env, web, local):
+    c = connect(env, web, local)
+    c.request("HEAD", "/h?size=5000")
+    r = c.read_response(head_request=True)
+    assert r.status == 200 and r.header("content-length") == "5000" and r.body == b""
+    c.request("GET", "/n?status=204")
+    assert c.read_response().status == 204
+    c.request("GET", "/n?status=304")
+    assert c.read_response().status == 304
+    c.request("GET", "/i?interim=1&size=7")
+    r = c.read_response()
+    assert r.status == 200 and r.body == b"x" * 7
+    c.request("GET", "/last")
+    assert c.read_response().json()["path"] == "/last"
+    c.close()
+
+
+@pytest.mark.parametrize("local", CLIENTS, ids=IDS)
+def test_body_delimited_by_close(env, web, local):
+    c = connect(env, web, local)
+    c.request("GET", "/old?http10=1&size=5000")
+    r = c.read_response()
+    assert r.status == 200 and r.body == b"x" * 5000
+    c.close()
+
+
+@pytest.mark.parametrize("local", CLIENTS, ids=IDS)
+def test_pipelined_requests_answered_in_order(env, web, local):
+    c = connect(env, web, local)
+    paths = [f"/p/{i}" for i in range(5)]
+    c.send(b"".join(make_request("GET", p) for p in paths))
+    got = [c.read_response().json()["path"] for _ in paths]
+    assert got == paths
+    # and the connection keeps working
+    c.request("GET", "/p/after")
+    assert c.read_response().json()["path"] == "/p/after"
+    c.close()
+
+
+@pytest.mark.parametrize("local", CLIENTS, ids=IDS)
+def test_pipelined_with_bodies(env, web, local):
+    c = connect(env, web, local)
+    reqs = [make_request("POST", f"/pb/{i}", body=bytes([65 + i]) * (1000 * i + 1))
+            for i in range(4)]
+    c.send(b"".join(reqs))
+    for i in range(4):
+        d = c.read_response().json()
+        assert d["path"] == f"/pb/{i}" and d["body_len"] == 1000 * i + 1
+    c.close()
+
+
+@pytest.mark.parametrize("local", CLIENTS, ids=IDS)
+def test_head_split_across_writes(env, web, local):
+    c = connect(env, web, local)
+    req = make_request("GET", "/split", headers={"X-Long": "v" * 300})
+    for i in range(0, len(req), 37):
+        c.send(req[i:i + 37])
+        time.sleep(0.005)
+    assert c.read_response().json()["headers"]["x-long"] == "v" * 300
+    c.close()
+
+
+@pytest.mark.parametrize("local", CLIENTS, ids=IDS)
+def test_body_split_across_writes(env, web, local):
+    c = connect(env, web, local)
+    body = os.urandom(100000)
+    req = make_request("POST", "/slow", body=body)
+    for i in range(0, len(req), 9000):
+        c.send(req[i:i + 9000])
+        time.sleep(0.002)
+    d = c.read_response().json()
+    assert d["body_len"] == len(body) and d["body_sha256"] == hashlib.sha256(body).hexdigest()
+    c.close()
+
+
+@pytest.mark.parametrize("local", CLIENTS, ids=IDS)
+def test_client_half_close(env, web, local):
+    c = connect(env, web, local)
+    c.request("GET", "/half")
+    c.sock.shutdown(socket.SHUT_WR)
+    assert c.read_response().json()["path"] == "/half"
+    assert c.closed_by_peer()
+    c.close()
+
+
+@pytest.mark.parametrize("local", CLIENTS, ids=IDS)
+def test_connection_close_is_honoured(env, web, local):
+    c = connect(env, web, local)
+    c.request("GET", "/bye", headers={"Connection": "close"})
+    assert c.read_response().status == 200
+    assert c.closed_by_peer()
+    c.close()
+    c = connect(env, web, local)
+    c.request("GET", "/bye2?close=1")
+    assert c.read_response().status == 200
+    assert c.closed_by_peer()
+    c.close()
+
+
+def test_kernel_path_served_the_local_requests(env, web):
+    n = env.daemon.counters()
+    assert n["requests_kernel"] > 20 and n["responses_kernel"] > 20, n

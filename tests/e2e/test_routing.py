@@ -1,0 +1,160 @@
+"""Routing by method, host, path and headers; weights; keep-alive; proof
+that matched traffic takes the kernel path."""
+import collections
+
+import pytest
+
+from l7env import Conn, free_port
+
+
+@pytest.fixture(scope="module")
+def web(env):
+    for name in "abcd":
+        env.backend(name)
+    b = env.backends
+    port = free_port()
+    env.start(f"""
+[[listener]]
+name = "web"
+address = "127.0.0.1:{port}"
+
+[[cluster]]
+name = "a"
+endpoints = [ {{ address = "{b['a'].address()}" }} ]
+[[cluster]]
+name = "b"
+endpoints = [ {{ address = "{b['b'].address()}" }} ]
+[[cluster]]
+name = "c"
+endpoints = [ {{ address = "{b['c'].address()}" }} ]
+[[cluster]]
+name = "d"
+endpoints = [ {{ address = "{b['d'].address()}" }} ]
+[[cluster]]
+name = "w"
+lb = "weighted"
+endpoints = [ {{ address = "{b['a'].address()}", weight = 3 }}, {{ address = "{b['b'].address()}", weight = 1 }} ]
+[[cluster]]
+name = "rr"
+endpoints = [ {{ address = "{b['a'].address()}" }}, {{ address = "{b['b'].address()}" }} ]
+
+[[route]]
+name = "post-m"
+cluster = "b"
+match = {{ method = ["POST"], path_prefix = "/m/" }}
+[[route]]
+name = "m"
+cluster = "a"
+match = {{ path_prefix = "/m/" }}
+[[route]]
+name = "api-host"
+cluster = "c"
+match = {{ host = "api.example.com" }}
+[[route]]
+name = "tenant-gold"
+cluster = "d"
+match = {{ headers = [ {{ name = "X-Tenant", exact = "gold" }} ] }}
+[[route]]
+name = "debug"
+cluster = "b"
+match = {{ headers = [ {{ name = "x-debug", present = true }} ] }}
+[[route]]
+name = "exact"
+cluster = "c"
+match = {{ path_exact = "/exact" }}
+[[route]]
+name = "canary"
+clusters = [ {{ name = "a", weight = 80 }}, {{ name = "b", weight = 20 }} ]
+match = {{ path_prefix = "/canary" }}
+[[route]]
+name = "weighted-endpoints"
+cluster = "w"
+match = {{ path_prefix = "/wep" }}
+[[route]]
+name = "round-robin"
+cluster = "rr"
+match = {{ path_prefix = "/rr" }}
+[[route]]
+name = "default"
+cluster = "a"
+""")
+    return port
+
+
+def backend_of(conn, method, path, **kw):
+    conn.request(method, path, **kw)
+    r = conn.read_response()
+    assert r.status == 200, r
+    return r.json()["backend"]
+
+
+@pytest.mark.parametrize("local", [True, False], ids=["local", "remote"])
+def test_method_path_host_header_routing(env, web, local):
+    ctx = env.local() if local else _null()
+    with ctx:
+        c = Conn(web)
+    try:
+        assert backend_of(c, "POST", "/m/x", body=b"hi") == "b"
+        assert backend_of(c, "GET", "/m/x") == "a"
+        assert backend_of(c, "GET", "/", host="api.example.com") == "c"
+        assert backend_of(c, "GET", "/", host="API.Example.COM:8080") == "c"
+        assert backend_of(c, "GET", "/", host="other.example.com") == "a"
+        assert backend_of(c, "GET", "/", headers={"x-tenant": "gold"}) == "d"
+        assert backend_of(c, "GET", "/", headers={"X-Tenant": "silver"}) == "a"
+        assert backend_of(c, "GET", "/", headers={"X-Debug": ""}) == "b"
+        assert backend_of(c, "GET", "/exact") == "c"
+        assert backend_of(c, "GET", "/exact?q=1") == "c"
+        assert backend_of(c, "GET", "/exact/") == "a"
+        assert backend_of(c, "GET", "/exactly") == "a"
+    finally:
+        c.close()
+
+
+def test_route_weights_are_statistically_right(env, web):
+    n = 400
+    with env.local():
+        c = Conn(web)
+    counts = collections.Counter(backend_of(c, "GET", f"/canary/{i}") for i in range(n))
+    c.close()
+    # binomial(400, 0.2): sigma = 0.02; accept 4.5 sigma
+    assert abs(counts["b"] / n - 0.2) < 0.09, counts
+    assert counts["a"] + counts["b"] == n
+
+
+def test_weighted_endpoints(env, web):
+    n = 400
+    with env.local():
+        c = Conn(web)
+    counts = collections.Counter(backend_of(c, "GET", f"/wep/{i}") for i in range(n))
+    c.close()
+    assert abs(counts["a"] / n - 0.75) < 0.1, counts
+
+
+def test_round_robin_alternates(env, web):
+    with env.local():
+        c = Conn(web)
+    seen = [backend_of(c, "GET", f"/rr/{i}") for i in range(40)]
+    c.close()
+    counts = collections.Counter(seen)
+    assert abs(counts["a"] - counts["b"]) <= 4, seen
+
+
+def test_keepalive_requests_take_the_kernel_path(env, web):
+    before = env.daemon.counters()
+    with env.local():
+        c = Conn(web)
+    for i in range(50):
+        assert backend_of(c, "GET", f"/m/{i}") == "a"
+    c.close()
+    after = env.daemon.counters()
+    assert after["requests_kernel"] - before["requests_kernel"] >= 50, (before, after)
+    assert after["responses_kernel"] - before["responses_kernel"] >= 50, (before, after)
+    assert after["requests_user"] - before["requests_user"] <= 2, (before, after)
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False

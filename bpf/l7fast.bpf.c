@@ -502,7 +502,7 @@ static __always_inline void l7_relay(struct l7_slot *slot, __u32 id)
  */
 #define L7_DEFINE_RESP_STEP(name, ctx_t, copy, frame, can_split)                              \
 	static __always_inline void name(ctx_t *ctx, struct l7_slot *slot,                    \
-					 struct l7_scratch *s, __u32 size,                    \
+					 struct l7_scratch *s, __u32 size, __u32 budget,      \
 					 struct l7_resp_step *o)                              \
 	{                                                                                    \
 		long pos = 0;                                                                \
@@ -552,7 +552,15 @@ static __always_inline void l7_relay(struct l7_slot *slot, __u32 id)
 			/* A body that ends with the connection is relayed by the      \
 			 * daemon from its head on: after socket-to-socket data, 6.18  \
 			 * reports the closing FIN to the reader as EFAULT, not EOF. */ \
-			if (s->ws.msg.body_kind == L7_BODY_UNTIL_CLOSE) {                    \
+			/* SK_SKB redirects are delivered later by the target's      \
+			 * backlog worker, so bytes the daemon relays could overtake  \
+			 * them: there the kernel takes a response whole or not at   \
+			 * all, and only when its length is known and in budget. */    \
+			if (s->ws.msg.body_kind == L7_BODY_UNTIL_CLOSE ||                    \
+			    (!can_split &&                                                   \
+			     (s->ws.msg.body_kind == L7_BODY_CHUNKED ||                      \
+			      slot->resp.bytes + pos + s->ws.msg.hdr_len +                   \
+					      s->ws.msg.content_length > budget))) {         \
 				o->outcome = pos ? L7_O_FORWARD : L7_O_RELAY;                \
 				o->pos = pos;                                                \
 				return;                                                      \
@@ -654,7 +662,7 @@ int l7_resp_msg(struct sk_msg_md *msg)
 	}
 	if (slot->resp.phase == L7_RESP_START || slot->resp.body.kind == L7_BODY_CHUNKED)
 		s = l7_scratch_get();
-	l7_resp_step_msg(msg, slot, s, size, &o);
+	l7_resp_step_msg(msg, slot, s, size, 0, &o);
 	if (s)
 		l7_scratch_put(s);
 	L7_TRACE(L7_T_RESP, &slot->client, o.outcome, o.pos | ((__u64)o.done << 32));
@@ -689,6 +697,7 @@ int l7_resp_skb(struct __sk_buff *skb)
 {
 	struct l7_resp_step o = {};
 	struct l7_scratch *s = 0;
+	struct l7_config *cfg;
 	struct l7_conn_key key;
 	struct l7_slot *slot;
 	__u32 id, size = skb->len;
@@ -698,13 +707,10 @@ int l7_resp_skb(struct __sk_buff *skb)
 	slot = l7_slot_of(&key, &id);
 	if (!slot)
 		return SK_PASS;
-	if (l7_resp_over_budget(slot, size)) {
-		l7_relay(slot, id);
-		return SK_PASS;
-	}
-	if (slot->resp.phase == L7_RESP_START || slot->resp.body.kind == L7_BODY_CHUNKED)
+	cfg = l7_cfg();
+	if (slot->resp.phase == L7_RESP_START)
 		s = l7_scratch_get();
-	l7_resp_step_skb(skb, slot, s, size, &o);
+	l7_resp_step_skb(skb, slot, s, size, cfg ? cfg->ingress_budget : 0, &o);
 	if (s)
 		l7_scratch_put(s);
 

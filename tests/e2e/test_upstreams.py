@@ -1,0 +1,119 @@
+"""Upstream behaviour: a backend outside the data plane's cgroup (responses
+arrive through SK_SKB), a dead backend, a slow backend, and what the slow
+path answers itself (404, 400, 431, 501, 505)."""
+import socket
+import time
+
+import pytest
+
+from l7env import Conn, free_port, make_request
+
+
+@pytest.fixture(scope="module")
+def web(env):
+    env.backend("near")
+    env.backend("far", local=False)   # its sockets are invisible to sockops
+    dead_port = free_port()           # nothing listens here
+    port = free_port()
+    env.start(f"""
+[[listener]]
+name = "web"
+address = "127.0.0.1:{port}"
+[[cluster]]
+name = "near"
+endpoints = [ {{ address = "{env.backends['near'].address()}" }} ]
+[[cluster]]
+name = "far"
+endpoints = [ {{ address = "{env.backends['far'].address()}" }} ]
+[[cluster]]
+name = "dead"
+endpoints = [ {{ address = "127.0.0.1:{dead_port}" }} ]
+[[route]]
+name = "far"
+cluster = "far"
+match = {{ path_prefix = "/far" }}
+[[route]]
+name = "dead"
+cluster = "dead"
+match = {{ path_prefix = "/dead" }}
+[[route]]
+name = "near"
+cluster = "near"
+match = {{ path_prefix = "/near" }}
+""", daemon_settings="request_timeout_ms = 1500\nconnect_timeout_ms = 500")
+    return port
+
+
+@pytest.mark.parametrize("local", [True, False], ids=["local", "remote"])
+def test_remote_backend_through_sk_skb(env, web, local):
+    if local:
+        with env.local():
+            c = Conn(web)
+    else:
+        c = Conn(web)
+    for q in ["", "?size=100000", "?size=5000&chunked=1", "?status=204"]:
+        c.request("GET", "/far/x" + q)
+        r = c.read_response()
+        assert r.status in (200, 204)
+        if q == "":
+            assert r.json()["backend"] == "far"
+    c.close()
+
+
+def test_dead_backend_gets_502_not_a_hang(env, web):
+    with env.local():
+        c = Conn(web, timeout=5)
+    t0 = time.time()
+    c.request("GET", "/dead/1")
+    r = c.read_response()
+    assert r.status == 502
+    assert time.time() - t0 < 4
+    c.close()
+
+
+def test_no_route_is_404_and_keeps_the_connection(env, web):
+    with env.local():
+        c = Conn(web)
+    c.request("GET", "/nowhere")
+    assert c.read_response().status == 404
+    c.request("GET", "/near/after")
+    assert c.read_response().json()["path"] == "/near/after"
+    c.close()
+
+
+def test_slow_backend_times_out_with_504(env, web):
+    with env.local():
+        c = Conn(web, timeout=10)
+    t0 = time.time()
+    c.request("GET", "/near/slow?delay=4000")
+    r = c.read_response()
+    assert r.status == 504, r
+    assert time.time() - t0 < 4
+    c.close()
+
+
+@pytest.mark.parametrize("raw,status", [
+    (b"GET /near HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", 400),
+    (b"GET /near HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nx", 400),
+    (b"GET /near HTTP/1.1\r\nHost: a\r\n folded: x\r\n\r\n", 400),
+    (b"GET /near HTTP/1.1\r\nHost : a\r\n\r\n", 400),
+    (b"GET /near HTTP/1.1\nHost: a\n\n", 400),
+    (b"GET /near HTTP/1.1\r\n\r\n", 400),
+    (b"GET /near HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400),
+    (b"POST /near HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501),
+    (b"GET /near HTTP/2.0\r\nHost: a\r\n\r\n", 505),
+    (b"GET /near HTTP/1.1\r\nHost: a\r\nX: " + b"y" * 70000 + b"\r\n\r\n", 431),
+])
+@pytest.mark.parametrize("local", [True, False], ids=["local", "remote"])
+def test_malformed_requests_are_rejected_not_forwarded(env, web, raw, status, local):
+    if local:
+        with env.local():
+            c = Conn(web)
+    else:
+        c = Conn(web)
+    c.send(raw)
+    r = c.read_response()
+    assert r.status == status, r
+    assert r.header("connection") == "close"
+    assert c.closed_by_peer()
+    c.close()

@@ -342,9 +342,7 @@ void Daemon::schedule_watchdog()
 void Daemon::handle_signal(int sig)
 {
     if (sig == SIGHUP) {
-        auto r = reload();
-        if (!r.ok)
-            log::error("reload failed, still running generation ", generation_, ":\n", r.error);
+        reload();
         signals_.async_wait([this](error_code ec, int s) {
             if (!ec)
                 handle_signal(s);
@@ -367,6 +365,7 @@ control::ReloadOutcome Daemon::reload()
     sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu",
                static_cast<unsigned long long>(ts.tv_sec) * 1000000ull + ts.tv_nsec / 1000);
     auto fail = [&](const std::string& e) {
+        log::error("reload failed, still running generation ", generation_, ":\n", e);
         last_reload_error_ = e;
         out.ok = false;
         out.error = e;

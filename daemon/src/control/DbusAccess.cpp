@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "common/Log.hpp"
 #include "control/BusNames.hpp"
 
 namespace l7fast::control {
@@ -37,30 +38,96 @@ std::vector<gid_t> groups_of_user(uid_t uid)
     return groups;
 }
 
+struct MessageUnref {
+    void operator()(sd_bus_message* m) const { sd_bus_message_unref(m); }
+};
+
+// org.freedesktop.DBus.GetConnectionCredentials of the sender: the uid and
+// groups dbus-daemon itself uses for <policy user/group>. (sd-bus 252 asks
+// the bus for the uid only, and would read groups from /proc, racily.)
+// Returns 1 with *who filled, 0 when the bus did not say, <0 on error.
+int bus_credentials(sd_bus_message* m, CallerIdentity* who, bool* groups_from_bus)
+{
+    const char* sender = sd_bus_message_get_sender(m);
+    sd_bus* bus = sd_bus_message_get_bus(m);
+    if (!sender || !bus)
+        return 0;
+    sd_bus_message* raw = nullptr;
+    sd_bus_error error = SD_BUS_ERROR_NULL;
+    int r = sd_bus_call_method(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                               "GetConnectionCredentials", &error, &raw, "s", sender);
+    sd_bus_error_free(&error);
+    if (r < 0)
+        return r;
+    std::unique_ptr<sd_bus_message, MessageUnref> reply(raw);
+    bool have_uid = false;
+    *groups_from_bus = false;
+    if ((r = sd_bus_message_enter_container(raw, 'a', "{sv}")) <= 0)
+        return r < 0 ? r : -EBADMSG;
+    while ((r = sd_bus_message_enter_container(raw, 'e', "sv")) > 0) {
+        const char* key = nullptr;
+        if ((r = sd_bus_message_read_basic(raw, 's', &key)) <= 0)
+            return r < 0 ? r : -EBADMSG;
+        if (std::strcmp(key, "UnixUserID") == 0 && sd_bus_message_enter_container(raw, 'v', "u") > 0) {
+            uint32_t uid = 0;
+            if ((r = sd_bus_message_read_basic(raw, 'u', &uid)) <= 0)
+                return r < 0 ? r : -EBADMSG;
+            who->uid = uid;
+            have_uid = true;
+        } else if (std::strcmp(key, "UnixGroupIDs") == 0 && sd_bus_message_enter_container(raw, 'v', "au") > 0) {
+            const void* p = nullptr;
+            size_t size = 0;
+            if ((r = sd_bus_message_read_array(raw, 'u', &p, &size)) < 0)
+                return r;
+            const auto* g = static_cast<const uint32_t*>(p);
+            who->groups.assign(g, g + size / sizeof(uint32_t));
+            *groups_from_bus = true;
+        } else {
+            if ((r = sd_bus_message_skip(raw, "v")) < 0)
+                return r;
+            if ((r = sd_bus_message_exit_container(raw)) < 0)
+                return r;
+            continue;
+        }
+        if ((r = sd_bus_message_exit_container(raw)) < 0 || (r = sd_bus_message_exit_container(raw)) < 0)
+            return r;
+    }
+    if (r < 0)
+        return r;
+    return have_uid ? 1 : 0;
+}
+
 }  // namespace
 
 int query_caller(sd_bus_message* m, CallerIdentity* who, sd_bus_error* error)
 {
-    sd_bus_creds* raw = nullptr;
-    int r = sd_bus_query_sender_creds(m, SD_BUS_CREDS_EUID | SD_BUS_CREDS_SUPPLEMENTARY_GIDS, &raw);
-    if (r < 0)
-        return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "Cannot identify the caller: %s.",
-                                 std::strerror(-r));
-    std::unique_ptr<sd_bus_creds, CredsUnref> creds(raw);
-    const uint64_t augmented = sd_bus_creds_get_augmented_mask(raw);
-    uid_t uid = 0;
-    if ((augmented & SD_BUS_CREDS_EUID) || sd_bus_creds_get_euid(raw, &uid) < 0)
-        return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED,
-                                "Cannot identify the caller: the bus did not report its user id.");
-    who->uid = uid;
     who->groups.clear();
-    const gid_t* gids = nullptr;
-    int n = (augmented & SD_BUS_CREDS_SUPPLEMENTARY_GIDS) ? -ENODATA
-                                                          : sd_bus_creds_get_supplementary_gids(raw, &gids);
-    if (n >= 0)
-        who->groups.assign(gids, gids + n);
-    else
-        who->groups = groups_of_user(uid);
+    bool groups_from_bus = false;
+    int r = bus_credentials(m, who, &groups_from_bus);
+    if (r <= 0) {
+        // Not via a bus daemon that answers GetConnectionCredentials: what
+        // sd-bus knows without augmenting from /proc.
+        sd_bus_creds* raw = nullptr;
+        r = sd_bus_query_sender_creds(m, SD_BUS_CREDS_EUID, &raw);
+        if (r < 0)
+            return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "Cannot identify the caller: %s.",
+                                     std::strerror(-r));
+        std::unique_ptr<sd_bus_creds, CredsUnref> creds(raw);
+        uid_t uid = 0;
+        if ((sd_bus_creds_get_augmented_mask(raw) & SD_BUS_CREDS_EUID) || sd_bus_creds_get_euid(raw, &uid) < 0)
+            return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                    "Cannot identify the caller: the bus did not report its user id.");
+        who->uid = uid;
+    }
+    if (!groups_from_bus)
+        who->groups = groups_of_user(who->uid);
+    if (log::level() >= log::Level::Debug) {
+        std::string g;
+        for (gid_t x : who->groups)
+            g += (g.empty() ? "" : ",") + std::to_string(x);
+        log::debug("D-Bus: caller uid ", who->uid, ", groups ", g.empty() ? "none" : g,
+                   groups_from_bus ? " (from the bus)" : " (from the user database)");
+    }
     return 0;
 }
 

@@ -11,11 +11,13 @@
 
 namespace l7fast::control {
 
-// The sender's uid and groups as the bus daemon saw them when it connected
-// (never read from /proc, which would race with the sender exiting). When
-// the bus does not report groups (dbus-daemon before 1.14.?, or sd-bus not
-// asking), the user database's groups of that uid stand in. Returns a
-// negative errno with *error set when the sender cannot be identified.
+// The sender's uid and groups as the bus daemon reports them
+// (GetConnectionCredentials: taken from the socket when the sender
+// connected, never read from /proc, which would race with the sender
+// exiting) -- the same the bus policy's user= and group= rules use. When
+// the bus does not report groups, the user database's groups of that uid
+// stand in. Returns a negative errno with *error set when the sender cannot
+// be identified.
 int query_caller(sd_bus_message* m, CallerIdentity* who, sd_bus_error* error);
 
 // The gid of the group "l7fast", if the group exists.

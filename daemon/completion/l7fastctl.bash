@@ -1,0 +1,56 @@
+# bash completion for l7fastctl(8)                      -*- shell-script -*-
+# Works with and without the bash-completion package (whose helpers give
+# nicer file name completion when present).
+_l7fastctl()
+{
+    local cur prev words cword
+    if declare -F _init_completion >/dev/null; then
+        _init_completion || return
+    else
+        cur=${COMP_WORDS[COMP_CWORD]}
+        prev=${COMP_WORDS[COMP_CWORD - 1]}
+        words=("${COMP_WORDS[@]}")
+        cword=$COMP_CWORD
+    fi
+
+    local commands='status reload stats routes check'
+    local cmd='' file='' i
+    for ((i = 1; i < cword; i++)); do
+        case ${words[i]} in
+            --policy-dir) ((i++)) ;;
+            -*) ;;
+            *)
+                if [[ -z $cmd ]]; then
+                    cmd=${words[i]}
+                else
+                    file=${words[i]}
+                fi
+                ;;
+        esac
+    done
+
+    if [[ $prev == --policy-dir ]]; then
+        if declare -F _filedir >/dev/null; then
+            _filedir -d
+        else
+            COMPREPLY=($(compgen -d -- "$cur"))
+        fi
+        return
+    fi
+    if [[ $cur == -* ]]; then
+        local opts='--json --help --version'
+        [[ $cmd == check ]] && opts+=' --policy-dir'
+        COMPREPLY=($(compgen -W "$opts" -- "$cur"))
+        return
+    fi
+    if [[ -z $cmd ]]; then
+        COMPREPLY=($(compgen -W "$commands" -- "$cur"))
+    elif [[ $cmd == check && -z $file ]]; then
+        if declare -F _filedir >/dev/null; then
+            _filedir toml
+        else
+            COMPREPLY=($(compgen -f -X '!*.toml' -- "$cur") $(compgen -d -- "$cur"))
+        fi
+    fi
+} &&
+    complete -F _l7fastctl l7fastctl

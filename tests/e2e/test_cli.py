@@ -1,0 +1,344 @@
+"""l7fastctl against the real l7fastd on a private system bus: every
+subcommand in text and --json, the exit statuses (0 ok, 1 failed, 2 usage,
+3 not reachable, 4 permission denied), and who may reload.
+
+Run as root: /usr/bin/python3 -m pytest tests/e2e/test_cli.py
+(scripts/dbus/l7fast_bus.py says what is needed)."""
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "dbus"))
+from l7fast_bus import (ADMIN_GID, L7FASTCTL, NOBODY, PrivateBus, Daemon, bus, ctl, ctl_json,  # noqa: E402,F401
+                        daemon, daemon_log_on_failure, policy_body, require_environment, run, workdir)
+
+STATUS_KEYS = {"version", "state", "degraded_reason", "generation", "policy_files", "features", "uptime_sec",
+               "listeners", "routes", "routes_kernel", "connections", "upstream_connections",
+               "last_reload_error"}
+ROUTE_KEYS = {"name", "listeners", "match", "clusters", "placement", "reason", "where"}
+STATS_KEYS = {"generation", "requests_kernel", "requests_user", "no_route", "routes", "counters"}
+ROUTE_STATS_KEYS = {"name", "placement", "requests_kernel", "requests_user", "responses", "bytes_in",
+                    "bytes_out", "latency_buckets"}
+NOT_RUNNING = ("l7fastd is not running (no org.l7fast.Manager1 on the system bus): "
+               "start it with systemctl start l7fast")
+
+
+@pytest.fixture(autouse=True)
+def _log(daemon_log_on_failure):
+    yield
+
+
+def generation(bus):
+    return ctl_json(bus, "status")["generation"]
+
+
+def write(path, text, mode=0o644):
+    path = Path(path)
+    path.write_text(text)
+    os.chmod(path, mode)
+    return path
+
+
+# ---- usage ----------------------------------------------------------------------------
+
+def test_help_and_version_need_no_daemon(bus):
+    out = run(dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS="unix:path=/nonexistent"), [L7FASTCTL, "--help"])
+    assert out.returncode == 0
+    for word in ("status", "reload", "stats", "routes", "check FILE", "--json"):
+        assert word in out.stdout
+    out = ctl(bus, "--version")
+    assert out.returncode == 0
+    assert re.fullmatch(r"l7fastctl \d+\.\d+\.\d+\n", out.stdout)
+
+
+@pytest.mark.parametrize("args,message", [
+    ([], "no command given"),
+    (["restart"], 'unknown command "restart"'),
+    (["check"], "check needs a policy file"),
+    (["status", "extra"], 'status takes no arguments, got "extra"'),
+    (["--frobnicate", "status"], "unknown option --frobnicate"),
+    (["reload", "--policy-dir", "/tmp"], "--policy-dir applies to check only"),
+])
+def test_usage_errors_exit_2(bus, args, message):
+    out = ctl(bus, *args)
+    assert out.returncode == 2, out
+    assert out.stderr == f"l7fastctl: {message}\nTry 'l7fastctl --help'.\n"
+    assert out.stdout == ""
+
+
+# ---- read-only commands ---------------------------------------------------------------------
+
+def test_status_text(bus, daemon):
+    out = ctl(bus, "status")
+    assert out.returncode == 0, out.stderr
+    first = out.stdout.splitlines()[0]
+    assert re.fullmatch(r"l7fastd \d+\.\d+\.\d+: (running|degraded.*)", first), first
+    for label in ("Generation:", "Uptime:", "Policy:", "Listeners:      1", "Routes:         4, ",
+                  "Requests:", "Connections:", "Last reload:", "Features:"):
+        assert label in out.stdout, label
+    assert str(daemon.policy) in out.stdout
+
+
+def test_status_json(bus, daemon):
+    st = ctl_json(bus, "status")
+    assert set(st) == STATUS_KEYS
+    assert st["state"] in ("running", "degraded")
+    assert st["policy_files"][0] == str(daemon.policy)
+    assert st["routes"] == 4 and st["listeners"] == 1
+    assert isinstance(st["generation"], int) and st["generation"] >= 1
+    assert isinstance(st["features"], dict) and st["features"]
+
+
+def test_routes_text_and_json(bus, daemon):
+    out = ctl(bus, "routes")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].split() == ["#", "ROUTE", "PLACEMENT", "LISTENERS", "MATCH", "CLUSTERS", "WHERE", "REASON"]
+    names = [line.split()[1] for line in lines[1:5]]
+    assert names == ["api", "health", "admin", "default"]
+    assert re.search(r"^3\s+admin\s+user\s", out.stdout, re.M), out.stdout
+    assert "4 routes, " in out.stdout
+
+    routes = ctl_json(bus, "routes")["routes"]
+    assert [r["name"] for r in routes] == ["api", "health", "admin", "default"]
+    for r in routes:
+        assert set(r) == ROUTE_KEYS
+        assert r["placement"] in ("kernel", "user")
+        assert r["where"].startswith(f"{daemon.policy}:")
+    assert routes[0]["clusters"] == "app:90,canary:10"
+    assert routes[0]["match"] == "prefix=/api"
+    admin = routes[2]
+    assert admin["placement"] == "user" and admin["reason"], admin
+
+
+def test_stats_text_and_json(bus, daemon):
+    out = ctl(bus, "stats")
+    assert out.returncode == 0, out.stderr
+    assert ("ROUTE    PLACEMENT  REQ KERNEL  REQ USER  2XX  3XX  4XX  5XX  BYTES IN  BYTES OUT"
+            in out.stdout), out.stdout
+    for name in ("api", "health", "admin", "default", "total"):
+        assert re.search(rf"^{name}\s", out.stdout, re.M), name
+    assert "Requests that matched no route (slow path):" in out.stdout
+
+    st = ctl_json(bus, "stats")
+    assert set(st) == STATS_KEYS
+    assert [r["name"] for r in st["routes"]] == ["api", "health", "admin", "default"]
+    for r in st["routes"]:
+        assert set(r) == ROUTE_STATS_KEYS
+        assert set(r["responses"]) == {"1xx", "2xx", "3xx", "4xx", "5xx", "other"}
+    assert isinstance(st["counters"], dict)
+    if st["counters"]:  # the kernel data plane is in use
+        assert "to_slow_path_no_route" in st["counters"]
+        assert "TO SLOW PATH, BECAUSE" in out.stdout
+
+
+def test_read_only_commands_are_open_to_everyone(bus, daemon):
+    for cmd in ("status", "routes", "stats"):
+        out = ctl(bus, cmd, uid=NOBODY)
+        assert out.returncode == 0, (cmd, out.stderr)
+
+
+# ---- reload -------------------------------------------------------------------------------
+
+def test_reload_as_root(bus, daemon):
+    before = generation(bus)
+    out = ctl(bus, "reload")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == f"Reloaded: policy generation {before + 1} is in force.\n"
+    res = ctl_json(bus, "reload")
+    assert res == {"ok": True, "generation": before + 2, "error": ""}
+    assert generation(bus) == before + 2
+
+
+def test_reload_of_a_broken_policy_keeps_the_running_one(bus, daemon):
+    good = daemon.policy.read_text()
+    before = generation(bus)
+    try:
+        daemon.write_policy(policy_body() + '\n[[route]]\nname = "bad"\ncluster = "nowhere"\n')
+        line = daemon.policy.read_text().splitlines().index('cluster = "nowhere"') + 1
+        out = ctl(bus, "reload")
+        assert out.returncode == 1, out
+        assert out.stdout == ""
+        assert out.stderr.startswith(f"l7fastctl: reload rejected; generation {before} stays in force:\n")
+        assert re.search(rf"^{re.escape(str(daemon.policy))}:{line}:\d+: route \"bad\"\.cluster: ", out.stderr,
+                         re.M), out.stderr
+
+        res = json.loads(ctl(bus, "--json", "reload").stdout)
+        assert res["ok"] is False and res["generation"] == before
+        assert f"{daemon.policy}:{line}:" in res["error"]
+
+        st = ctl_json(bus, "status")
+        assert st["generation"] == before
+        assert f"{daemon.policy}:{line}:" in st["last_reload_error"]
+        assert "Last reload:    failed: " in ctl(bus, "status").stdout
+        assert [r["name"] for r in ctl_json(bus, "routes")["routes"]] == ["api", "health", "admin", "default"]
+    finally:
+        daemon.policy.write_text(good)
+    out = ctl(bus, "reload")
+    assert out.returncode == 0, out.stderr
+    assert ctl_json(bus, "status")["last_reload_error"] == ""
+
+
+def test_reload_as_unprivileged_user_is_denied_with_exit_4(bus, daemon):
+    before = generation(bus)
+    out = ctl(bus, "reload", uid=NOBODY)
+    assert out.returncode == 4, out
+    assert out.stderr.startswith("l7fastctl: permission denied: reloading the policy needs root or membership "
+                                 'of the group "l7fast": run `sudo l7fastctl reload`')
+    assert generation(bus) == before
+
+
+def test_reload_as_member_of_the_l7fast_group(bus, daemon):
+    before = generation(bus)
+    out = ctl(bus, "reload", uid=NOBODY, groups=[ADMIN_GID])
+    assert out.returncode == 0, out.stderr
+    assert generation(bus) == before + 1
+
+
+# ---- check --------------------------------------------------------------------------------
+
+def test_check_valid_file_shows_placement_from_the_daemon(bus, daemon, workdir):
+    f = write(workdir / "candidate.toml", daemon.header + policy_body())
+    out = ctl(bus, "check", f, "--policy-dir=")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith(f"{f}: OK (4 routes, 1 listener)\n")
+    assert "Where the routes would run on this node (as l7fastd sees it):" in out.stdout
+    assert re.search(r"^3\s+admin\s+user\s", out.stdout, re.M), out.stdout
+
+    res = ctl_json(bus, "check", f, "--policy-dir=")
+    assert res["ok"] is True and res["errors"] == [] and res["placement_note"] == ""
+    assert [r["name"] for r in res["placement"]] == ["api", "health", "admin", "default"]
+    assert all(set(r) == {"name", "listeners", "match", "clusters", "placement", "reason", "where"}
+               for r in res["placement"])
+
+
+def test_check_reads_the_drop_ins_next_to_the_file(bus, daemon, workdir):
+    d = workdir / "withdropins"
+    (d / "policy.d").mkdir(parents=True, exist_ok=True)
+    f = write(d / "policy.toml", daemon.header + policy_body())
+    write(d / "policy.d" / "10-extra.toml", '[[route]]\nname = "extra"\ncluster = "missing"\n')
+    out = ctl(bus, "check", f)
+    assert out.returncode == 1, out
+    assert f"{d}/policy.d/10-extra.toml:3:" in out.stderr
+    out = ctl(bus, "check", f, "--policy-dir", "")
+    assert out.returncode == 0, out.stderr
+
+
+def test_check_errors_exit_1_with_positions(bus, workdir):
+    f = write(workdir / "broken.toml", '[[listener]]\nname = "web"\naddress = "127.0.0.1:1"\ncolour = "blue"\n')
+    out = ctl(bus, "check", f, "--policy-dir=")
+    assert out.returncode == 1
+    assert out.stdout == ""
+    assert re.search(rf"^{re.escape(str(f))}:4:1: listener \"web\"\.colour: unknown key", out.stderr, re.M), \
+        out.stderr
+    res = json.loads(ctl(bus, "--json", "check", f, "--policy-dir=").stdout)
+    assert res["ok"] is False and res["placement"] is None
+    err = next(e for e in res["errors"] if e["key"] == 'listener "web".colour')
+    assert (err["file"], err["line"], err["column"]) == (str(f), 4, 1)
+    assert err["text"].startswith(f"{f}:4:1: ")
+
+
+def test_check_works_without_the_daemon(workdir):
+    require_environment()
+    lonely = PrivateBus(workdir / "lonely")
+    try:
+        f = write(workdir / "offline.toml", policy_body())
+        out = ctl(lonely, "check", f, "--policy-dir=")
+        assert out.returncode == 0, out.stderr
+        assert out.stdout == f"{f}: OK (4 routes, 1 listener)\nPlacement not shown: {NOT_RUNNING}\n"
+        res = ctl_json(lonely, "check", f, "--policy-dir=")
+        assert res["ok"] is True and res["placement"] is None and res["placement_note"] == NOT_RUNNING
+    finally:
+        lonely.stop()
+
+
+def test_check_as_a_user_reads_the_file_as_that_user(bus, daemon, workdir):
+    secret = write(workdir / "secret.toml", daemon.header + policy_body(), mode=0o600)
+    out = ctl(bus, "check", secret, "--policy-dir=", uid=NOBODY)
+    assert out.returncode == 1
+    assert out.stderr == f"{secret}: cannot read: Permission denied\n"
+
+    readable = write(workdir / "readable.toml", daemon.header + policy_body())
+    res = ctl_json(bus, "check", readable, "--policy-dir=", uid=NOBODY)
+    assert res["ok"] is True, res
+    assert res["placement"] is not None, res["placement_note"]
+    # the daemon read it through a descriptor, but reports the caller's path
+    assert all(r["where"].startswith(f"{readable}:") for r in res["placement"]), res["placement"]
+
+
+def test_check_relative_path(bus, daemon, workdir):
+    write(workdir / "relative.toml", daemon.header + policy_body())
+    out = subprocess.run([str(L7FASTCTL), "check", "relative.toml", "--policy-dir="], cwd=workdir,
+                         capture_output=True, text=True, env=bus.env(), timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "Where the routes would run" in out.stdout
+
+
+# ---- unreachable --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("cmd", ["status", "reload", "stats", "routes"])
+def test_no_daemon_exit_3(workdir, cmd):
+    require_environment()
+    lonely = PrivateBus(workdir / f"lonely-{cmd}")
+    try:
+        out = ctl(lonely, cmd)
+        assert out.returncode == 3, out
+        assert out.stderr == f"l7fastctl: {NOT_RUNNING}\n"
+        assert out.stdout == ""
+    finally:
+        lonely.stop()
+
+
+def test_no_bus_exit_3(workdir):
+    out = run(dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=f"unix:path={workdir}/nobus"), [L7FASTCTL, "status"])
+    assert out.returncode == 3
+    assert out.stderr.startswith(f"l7fastctl: cannot connect to the system bus at unix:path={workdir}/nobus "
+                                 "(No such file or directory)")
+
+
+def test_the_name_goes_when_the_daemon_stops(workdir):
+    require_environment()
+    b = PrivateBus(workdir / "stopbus")
+    try:
+        d = Daemon(b, workdir / "stopping", policy_body(), tag="stop")
+        assert ctl(b, "status").returncode == 0
+        d.stop()
+        assert "D-Bus: serving org.l7fast.Manager1" in d.log_path.read_text()
+        out = ctl(b, "status")
+        assert out.returncode == 3, out
+    finally:
+        b.stop()
+
+
+# ---- bash completion ------------------------------------------------------------------------
+
+COMPLETION = Path(__file__).resolve().parents[2] / "daemon" / "completion" / "l7fastctl.bash"
+
+
+def complete(words, workdir=None):
+    script = f"""
+[ -r /usr/share/bash-completion/bash_completion ] && . /usr/share/bash-completion/bash_completion
+. {COMPLETION}
+COMP_WORDS=({' '.join(repr(w) if w else "''" for w in words)})
+COMP_CWORD={len(words) - 1}
+COMP_LINE="{' '.join(words)}"
+COMP_POINT=${{#COMP_LINE}}
+_l7fastctl l7fastctl "${{COMP_WORDS[COMP_CWORD]}}" "${{COMP_WORDS[COMP_CWORD-1]}}"
+printf '%s\\n' "${{COMPREPLY[@]}}"
+"""
+    out = run(dict(os.environ), ["bash", "-c", script])
+    assert out.returncode == 0, out.stderr
+    return sorted(filter(None, out.stdout.splitlines()))
+
+
+def test_bash_completion(workdir):
+    assert complete(["l7fastctl", ""]) == ["check", "reload", "routes", "stats", "status"]
+    assert complete(["l7fastctl", "st"]) == ["stats", "status"]
+    assert "--json" in complete(["l7fastctl", "status", "--"])
+    assert "--policy-dir" in complete(["l7fastctl", "check", "--"])
+    assert complete(["l7fastctl", "status", ""]) == []

@@ -980,8 +980,16 @@ L7_INLINE int l7_chunk_byte(struct l7_body_state *b, __u8 c)
 		}
 		if (!l7_is_tchar(c))
 			return L7_B_ERROR;
-		b->phase = L7_CH_TRAILER_LINE;
+		b->phase = L7_CH_TRAILER_NAME;
 		b->line = 1;
+		return L7_B_OK;
+	case L7_CH_TRAILER_NAME:
+		if (c == ':') {
+			b->phase = L7_CH_TRAILER_LINE;
+			return L7_B_OK;
+		}
+		if (!l7_is_tchar(c) || ++b->line > L7_MAX_CHUNK_LINE)
+			return L7_B_ERROR;
 		return L7_B_OK;
 	case L7_CH_TRAILER_LINE:
 		if (c == '\r') {

@@ -226,7 +226,8 @@ enum l7_chunk_phase {
 	L7_CH_DATA_CR,
 	L7_CH_DATA_LF,
 	L7_CH_TRAILER,      /* start of a trailer line, or the final CRLF */
-	L7_CH_TRAILER_LINE, /* inside a trailer field line */
+	L7_CH_TRAILER_NAME, /* trailer field name, up to ':' */
+	L7_CH_TRAILER_LINE, /* trailer field value */
 	L7_CH_TRAILER_LF,
 	L7_CH_END_LF,       /* LF of the final empty line */
 	L7_CH_DONE,

@@ -1,0 +1,289 @@
+// The HTTP/1.1 head parser and body framer shared by the kernel and the slow
+// path (bpf/include/l7_http.h), exercised natively: acceptance rules with
+// their exact statuses and reasons, and framing under arbitrary splits.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+
+#include "proxy/Http.hpp"
+
+using l7fast::proxy::BodyFramer;
+using l7fast::proxy::parse_head;
+
+namespace {
+
+struct Parsed {
+    int status;  // enum l7_parse_status
+    l7_msg m;
+};
+
+Parsed req(const std::string& s)
+{
+    Parsed p{};
+    p.status = parse_head({s.data(), s.size()}, true, &p.m);
+    return p;
+}
+
+Parsed resp(const std::string& s)
+{
+    Parsed p{};
+    p.status = parse_head({s.data(), s.size()}, false, &p.m);
+    return p;
+}
+
+std::string field(const std::string& head, const l7_msg& m, unsigned i, bool value)
+{
+    const l7_hdr& h = m.hdr[i];
+    return value ? head.substr(h.val_off, h.val_len) : head.substr(h.name_off, h.name_len);
+}
+
+}  // namespace
+
+TEST(HttpParser, ParsesARequestHead)
+{
+    std::string s = "GET /a/b?x=1 HTTP/1.1\r\nHost: Example.COM:8080\r\nX-A:  v w  \r\n\r\nBODY";
+    Parsed p = req(s);
+    ASSERT_EQ(p.status, L7_P_OK);
+    EXPECT_EQ(p.m.method, L7_M_GET);
+    EXPECT_EQ(p.m.version, 11);
+    EXPECT_EQ(p.m.hdr_len, s.size() - 4);
+    EXPECT_EQ(s.substr(p.m.target_off, p.m.target_len), "/a/b?x=1");
+    EXPECT_EQ(p.m.path_len, 4);
+    EXPECT_TRUE(p.m.flags & L7_MF_HAS_QUERY);
+    ASSERT_EQ(p.m.n_hdrs, 2);
+    EXPECT_EQ(field(s, p.m, 1, false), "X-A");
+    EXPECT_EQ(field(s, p.m, 1, true), "v w");  // OWS trimmed, inner space kept
+    ASSERT_NE(p.m.host_idx, L7_NONE);
+    EXPECT_EQ(p.m.host_len, 11);  // "Example.COM" without the port
+    EXPECT_EQ(p.m.body_kind, L7_BODY_NONE);
+    EXPECT_FALSE(p.m.flags & L7_MF_CLOSE);
+}
+
+TEST(HttpParser, RecognisesMethods)
+{
+    const std::pair<const char*, int> cases[] = {
+        {"GET", L7_M_GET},         {"HEAD", L7_M_HEAD},       {"POST", L7_M_POST},
+        {"PUT", L7_M_PUT},         {"DELETE", L7_M_DELETE},   {"PATCH", L7_M_PATCH},
+        {"OPTIONS", L7_M_OPTIONS}, {"TRACE", L7_M_TRACE},     {"PURGE", L7_M_OTHER},
+        {"get", L7_M_OTHER},  // methods are case-sensitive
+    };
+    for (const auto& [name, id] : cases) {
+        Parsed p = req(std::string(name) + " / HTTP/1.1\r\nHost: h\r\n\r\n");
+        ASSERT_EQ(p.status, L7_P_OK) << name;
+        EXPECT_EQ(p.m.method, id) << name;
+    }
+}
+
+TEST(HttpParser, FramesBodies)
+{
+    Parsed cl = req("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 12\r\n\r\n");
+    ASSERT_EQ(cl.status, L7_P_OK);
+    EXPECT_EQ(cl.m.body_kind, L7_BODY_LENGTH);
+    EXPECT_EQ(cl.m.content_length, 12u);
+    Parsed zero = req("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n");
+    EXPECT_EQ(zero.m.body_kind, L7_BODY_NONE);
+    Parsed ch = req("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: Chunked\r\n\r\n");
+    ASSERT_EQ(ch.status, L7_P_OK);
+    EXPECT_EQ(ch.m.body_kind, L7_BODY_CHUNKED);
+}
+
+TEST(HttpParser, ConnectionSemantics)
+{
+    EXPECT_TRUE(req("GET / HTTP/1.1\r\nHost: h\r\nConnection: keep-alive, Close\r\n\r\n").m.flags &
+                L7_MF_CLOSE);
+    EXPECT_TRUE(req("GET / HTTP/1.0\r\n\r\n").m.flags & L7_MF_CLOSE);
+    EXPECT_FALSE(req("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n").m.flags & L7_MF_CLOSE);
+    EXPECT_TRUE(req("GET / HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
+                    .m.flags &
+                L7_MF_UPGRADE);
+    EXPECT_TRUE(req("PUT / HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\n")
+                    .m.flags &
+                L7_MF_EXPECT_100);
+    EXPECT_TRUE(req("PUT / HTTP/1.1\r\nHost: h\r\nExpect: something\r\n\r\n").m.flags &
+                L7_MF_EXPECT_OTHER);
+}
+
+TEST(HttpParser, IncompleteHeadsAskForMore)
+{
+    EXPECT_EQ(req("").status, L7_P_MORE);
+    EXPECT_EQ(req("GET / HTTP/1.1\r\nHost: h\r\n").status, L7_P_MORE);
+    EXPECT_EQ(req("GET / HTTP/1.1\r\nHost: h\r\n\r").status, L7_P_MORE);
+}
+
+struct Rejection {
+    const char* name;
+    std::string head;
+    int status;
+    int error;
+};
+
+class HttpRejects : public ::testing::TestWithParam<Rejection> {};
+
+TEST_P(HttpRejects, WithThePreciseStatus)
+{
+    const Rejection& r = GetParam();
+    Parsed p = req(r.head);
+    ASSERT_EQ(p.status, L7_P_ERROR) << r.name;
+    EXPECT_EQ(p.m.status, r.status) << r.name;
+    EXPECT_EQ(p.m.error, r.error) << r.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    SmugglingAndMalformedShapes, HttpRejects,
+    ::testing::Values(
+        Rejection{"te_and_cl", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", 400, L7_PE_TE_AND_CL},
+        Rejection{"cl_and_te", "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n", 400, L7_PE_TE_AND_CL},
+        Rejection{"dup_cl", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\n", 400, L7_PE_DUP_CONTENT_LENGTH},
+        Rejection{"cl_list", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3, 3\r\n\r\n", 400, L7_PE_BAD_CONTENT_LENGTH},
+        Rejection{"cl_sign", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: +3\r\n\r\n", 400, L7_PE_BAD_CONTENT_LENGTH},
+        Rejection{"cl_overflow", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1234567890123456789\r\n\r\n", 400, L7_PE_BAD_CONTENT_LENGTH},
+        Rejection{"te_gzip", "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501, L7_PE_UNKNOWN_CODING},
+        Rejection{"te_chunked_twice", "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked, chunked\r\n\r\n", 501, L7_PE_UNKNOWN_CODING},
+        Rejection{"te_dup_lines", "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", 400, L7_PE_DUP_TRANSFER_ENCODING},
+        Rejection{"te_http10", "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", 400, L7_PE_TE_HTTP10},
+        Rejection{"obs_fold", "GET / HTTP/1.1\r\nHost: h\r\nX: a\r\n b\r\n\r\n", 400, L7_PE_OBS_FOLD},
+        Rejection{"space_before_colon", "GET / HTTP/1.1\r\nHost : h\r\n\r\n", 400, L7_PE_BAD_NAME},
+        Rejection{"empty_name", "GET / HTTP/1.1\r\nHost: h\r\n: v\r\n\r\n", 400, L7_PE_BAD_NAME},
+        Rejection{"no_colon", "GET / HTTP/1.1\r\nHost: h\r\nX\r\n\r\n", 400, L7_PE_NO_COLON},
+        Rejection{"bare_lf", "GET / HTTP/1.1\nHost: h\r\n\r\n", 400, L7_PE_BARE_LF},
+        Rejection{"bare_cr", "GET / HTTP/1.1\r\nHost: h\rX: y\r\n\r\n", 400, L7_PE_BARE_CR},
+        Rejection{"nul_in_value", std::string("GET / HTTP/1.1\r\nHost: h\r\nX: a\0b\r\n\r\n", 37), 400, L7_PE_CTL},
+        Rejection{"del_in_value", "GET / HTTP/1.1\r\nHost: h\r\nX: a\x7f\r\n\r\n", 400, L7_PE_CTL},
+        Rejection{"no_host", "GET / HTTP/1.1\r\n\r\n", 400, L7_PE_NO_HOST},
+        Rejection{"dup_host", "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, L7_PE_DUP_HOST},
+        Rejection{"bad_host", "GET / HTTP/1.1\r\nHost: a b\r\n\r\n", 400, L7_PE_BAD_HOST},
+        Rejection{"host_userinfo", "GET / HTTP/1.1\r\nHost: evil@good\r\n\r\n", 400, L7_PE_BAD_HOST},
+        Rejection{"double_space", "GET  / HTTP/1.1\r\nHost: h\r\n\r\n", 400, L7_PE_BAD_TARGET},
+        Rejection{"absolute_form", "GET http://h/ HTTP/1.1\r\nHost: h\r\n\r\n", 400, L7_PE_BAD_TARGET},
+        Rejection{"target_high_bit", "GET /\x80 HTTP/1.1\r\nHost: h\r\n\r\n", 400, L7_PE_BAD_TARGET},
+        Rejection{"target_tab", "GET /\t HTTP/1.1\r\nHost: h\r\n\r\n", 400, L7_PE_BAD_TARGET},
+        Rejection{"bad_method", "G(T / HTTP/1.1\r\nHost: h\r\n\r\n", 400, L7_PE_BAD_METHOD},
+        Rejection{"http2", "GET / HTTP/2.0\r\nHost: h\r\n\r\n", 505, L7_PE_VERSION_UNSUPPORTED},
+        Rejection{"bad_version", "GET / HTTX/1.1\r\nHost: h\r\n\r\n", 400, L7_PE_BAD_VERSION},
+        Rejection{"lowercase_version", "GET / http/1.1\r\nHost: h\r\n\r\n", 400, L7_PE_BAD_VERSION},
+        Rejection{"empty_line_first", "\r\nGET / HTTP/1.1\r\nHost: h\r\n\r\n", 400, L7_PE_EMPTY_LINE_FIRST},
+        Rejection{"bad_connection", "GET / HTTP/1.1\r\nHost: h\r\nConnection: close;x\r\n\r\n", 400, L7_PE_BAD_CONNECTION}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+TEST(HttpParser, OversizedHeadsAre431)
+{
+    std::string many = "GET / HTTP/1.1\r\nHost: h\r\n";
+    for (int i = 0; i < L7_MAX_LINES; i++)
+        many += "X-" + std::to_string(i) + ": v\r\n";
+    Parsed p = req(many + "\r\n");
+    ASSERT_EQ(p.status, L7_P_ERROR);
+    EXPECT_EQ(p.m.status, 431);
+
+    std::string huge = "GET / HTTP/1.1\r\nHost: h\r\nX: " + std::string(L7_WS_BUF, 'a');
+    Parsed q = req(huge);
+    ASSERT_EQ(q.status, L7_P_ERROR);
+    EXPECT_EQ(q.m.status, 431);
+    EXPECT_EQ(q.m.error, L7_PE_TOO_LARGE);
+}
+
+TEST(HttpParser, ParsesResponses)
+{
+    Parsed ok = resp("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello");
+    ASSERT_EQ(ok.status, L7_P_OK);
+    EXPECT_EQ(ok.m.status, 200);
+    EXPECT_EQ(ok.m.body_kind, L7_BODY_LENGTH);
+
+    Parsed bare = resp("HTTP/1.1 204\r\n\r\n");  // no reason phrase, no SP
+    ASSERT_EQ(bare.status, L7_P_OK);
+    EXPECT_EQ(bare.m.status, 204);
+
+    Parsed old = resp("HTTP/1.0 200 OK\r\n\r\n");
+    ASSERT_EQ(old.status, L7_P_OK);
+    EXPECT_EQ(old.m.body_kind, L7_BODY_UNTIL_CLOSE);
+
+    Parsed bad = resp("HTTP/1.1 2x0 OK\r\n\r\n");
+    ASSERT_EQ(bad.status, L7_P_ERROR);
+    EXPECT_EQ(bad.m.status, 502);
+
+    Parsed smuggle = resp("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n");
+    ASSERT_EQ(smuggle.status, L7_P_ERROR);
+    EXPECT_EQ(smuggle.m.status, 502);
+}
+
+TEST(HttpParser, ResponseBodyDependsOnTheRequest)
+{
+    for (int code : {100, 103, 204, 304}) {
+        Parsed p = resp("HTTP/1.1 " + std::to_string(code) + " X\r\nContent-Length: 10\r\n\r\n");
+        ASSERT_EQ(p.status, L7_P_OK);
+        l7_response_body(&p.m, 0);
+        EXPECT_EQ(p.m.body_kind, L7_BODY_NONE) << code;
+    }
+    Parsed head = resp("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n");
+    l7_response_body(&head.m, 1);
+    EXPECT_EQ(head.m.body_kind, L7_BODY_NONE);
+    Parsed until = resp("HTTP/1.1 200 OK\r\n\r\n");
+    l7_response_body(&until.m, 0);
+    EXPECT_EQ(until.m.body_kind, L7_BODY_UNTIL_CLOSE);
+    EXPECT_TRUE(until.m.flags & L7_MF_CLOSE);
+}
+
+// ---- body framing ------------------------------------------------------------
+
+namespace {
+
+// Feeds `bytes` in pieces cut at `cuts`; returns bytes that belonged to the
+// body, or -1 on a framing error.
+long feed_split(BodyFramer f, const std::string& bytes, std::mt19937& rng, bool* done)
+{
+    size_t pos = 0;
+    long body = 0;
+    while (pos < bytes.size() && !f.done()) {
+        size_t n = 1 + rng() % std::min<size_t>(bytes.size() - pos, 50);
+        long k = f.feed({bytes.data() + pos, n});
+        if (k < 0)
+            return -1;
+        body += k;
+        if (static_cast<size_t>(k) < n && !f.done())
+            return -1;  // the framer must take all it is given unless done
+        pos += static_cast<size_t>(k);
+    }
+    *done = f.done();
+    return body;
+}
+
+}  // namespace
+
+TEST(BodyFramer, ChunkedWithExtensionsAndTrailers)
+{
+    std::string body = "5;ext=1\r\nhello\r\n10\r\n0123456789abcdef\r\n0\r\nTrailer: x\r\n\r\n";
+    std::mt19937 rng(1);
+    for (int i = 0; i < 200; i++) {
+        bool done = false;
+        EXPECT_EQ(feed_split(BodyFramer(L7_BODY_CHUNKED, 0), body + "NEXT", rng, &done),
+                  static_cast<long>(body.size()));
+        EXPECT_TRUE(done);
+    }
+}
+
+TEST(BodyFramer, LengthStopsExactly)
+{
+    BodyFramer f(L7_BODY_LENGTH, 7);
+    std::string s = "abcdefgNEXT";
+    EXPECT_EQ(f.feed({s.data(), 3}), 3);
+    EXPECT_EQ(f.feed({s.data() + 3, s.size() - 3}), 4);
+    EXPECT_TRUE(f.done());
+}
+
+TEST(BodyFramer, RejectsMalformedChunking)
+{
+    const char* bad[] = {
+        "x\r\n",                         // not hex
+        "\r\n",                          // no size
+        "5\nhello\r\n",                  // bare LF after size
+        "5\r\nhelloX\r\n",               // data longer than the size
+        "1000000000000000\r\n",          // 16 hex digits: could overflow
+        "5;a\nb\r\nhello\r\n",           // LF inside an extension
+        "0\r\nbad trailer\r\n\r\n",      // trailer line without a field name start
+    };
+    for (const char* b : bad) {
+        BodyFramer f(L7_BODY_CHUNKED, 0);
+        std::string s(b);
+        EXPECT_EQ(f.feed({s.data(), s.size()}), -1) << b;
+    }
+}

@@ -10,14 +10,7 @@
 #include <sstream>
 
 #include "common/Log.hpp"
-#if __has_include("control/DbusService.hpp")
 #include "control/DbusService.hpp"
-#define L7FAST_HAVE_DBUS 1
-#else
-namespace l7fast::control {
-class DbusService {};
-}  // namespace l7fast::control
-#endif
 #include "policy/PolicyCompiler.hpp"
 #include "policy/PolicyLoader.hpp"
 #include "policy/Router.hpp"
@@ -265,7 +258,6 @@ void Daemon::start()
         watchdog_interval_ = std::chrono::microseconds(usec / 2);
         schedule_watchdog();
     }
-#ifdef L7FAST_HAVE_DBUS
     if (opts_.dbus) {
         try {
             dbus_ = std::make_unique<control::DbusService>(io_, *this);
@@ -274,7 +266,6 @@ void Daemon::start()
                          " (l7fastctl will not reach this daemon)");
         }
     }
-#endif
     notify("READY=1");
 }
 
@@ -408,12 +399,8 @@ control::ReloadOutcome Daemon::reload()
 
 void Daemon::emit_reloaded(const control::ReloadOutcome& out)
 {
-#ifdef L7FAST_HAVE_DBUS
     if (dbus_)
         dbus_->emit_reloaded(out);
-#else
-    (void)out;
-#endif
 }
 
 control::StatusInfo Daemon::status()

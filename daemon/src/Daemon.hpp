@@ -80,7 +80,7 @@ private:
     dataplane::Features features_;
     std::unique_ptr<dataplane::Dataplane> dp_;
     std::unique_ptr<proxy::ProxyServer> server_;
-    std::unique_ptr<control::DbusService> dbus_;  // destroyed in Daemon.cpp
+    std::unique_ptr<control::DbusService> dbus_;
     std::shared_ptr<const proxy::PolicyRuntime> rt_;
     std::vector<control::RouteInfo> placement_;
     std::string degraded_reason_;

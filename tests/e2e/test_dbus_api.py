@@ -263,3 +263,24 @@ def test_daemon_allows_reload_to_the_l7fast_group_without_the_bus_policy(open_bu
     out = call(open_bus, "Reload", uid=NOBODY, groups=[ADMIN_GID])
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["data"] == [True, before + 1, ""]
+
+
+def test_daemon_serves_again_after_the_bus_restarts(workdir):
+    b = PrivateBus(workdir / "restarting")
+    try:
+        d = Daemon(b, workdir / "restarting-daemon", policy_body(), tag="restart")
+        try:
+            b.stop()
+            b2 = PrivateBus(workdir / "restarting")  # same socket path
+            assert b2.address == b.address
+            deadline = time.time() + 20
+            while not b2.has_owner() and time.time() < deadline:
+                time.sleep(0.2)
+            assert b2.has_owner(), d.log()
+            assert ctl(b2, "status").returncode == 0
+            assert "D-Bus: reconnected" in d.log()
+            assert d.proc.poll() is None
+        finally:
+            d.stop()
+    finally:
+        b.stop()

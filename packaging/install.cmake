@@ -42,7 +42,7 @@ else()
 endif()
 install(DIRECTORY DESTINATION ${CMAKE_INSTALL_FULL_SYSCONFDIR}/l7fast/policy.d)
 
-# Man pages from docs/man/*.md (pandoc). ON by default when pandoc is there;
+# Man pages from Markdown (docs/man/pages lists them; pandoc). ON by default when pandoc is there;
 # the package builds force it ON so a missing pandoc is an error.
 find_program(L7FAST_PANDOC pandoc)
 if(L7FAST_PANDOC)
@@ -55,10 +55,13 @@ if(L7FAST_MANPAGES)
   if(NOT L7FAST_PANDOC)
     message(FATAL_ERROR "L7FAST_MANPAGES=ON needs pandoc")
   endif()
-  file(GLOB _man_sources CONFIGURE_DEPENDS ${_l7_top}/docs/man/*.[0-9].md)
+  file(STRINGS ${_l7_top}/docs/man/pages _man_lines REGEX "^[^# \t]")
   set(_man_outputs)
-  foreach(_src ${_man_sources})
-    get_filename_component(_page ${_src} NAME_WLE)          # l7fastd.8
+  set(_man_sources ${_l7_top}/docs/man/pages)
+  foreach(_line ${_man_lines})
+    string(REGEX MATCH "^([^ \t]+)[ \t]+([^ \t]+)" _m "${_line}")
+    set(_page ${CMAKE_MATCH_1})                              # l7fastd.8
+    list(APPEND _man_sources ${_l7_top}/${CMAKE_MATCH_2})
     string(REGEX REPLACE "^.*\\.([0-9])$" "\\1" _sect ${_page})
     list(APPEND _man_outputs ${CMAKE_BINARY_DIR}/man/${_page})
     install(FILES ${CMAKE_BINARY_DIR}/man/${_page} DESTINATION ${CMAKE_INSTALL_MANDIR}/man${_sect})

@@ -12,6 +12,8 @@
 #   L7F_SYS_TIMEOUT   seconds for the guest (default 1200)
 #   L7F_SYS_SKIP_RPM=1  do not build the .rpm
 #   L7F_NO_APT=1      do not apt-get anything (offline re-run)
+#   L7F_SYS_GUEST_SCRIPT=FILE  run FILE in the guest instead of
+#                     tests/system/guest/systest.sh (experiments, debugging)
 #   L7F_SRC, L7F_SRC_OVERLAY, L7F_POLICY   passed to the package builds
 # Output: one "L7S-TEST: PASS|FAIL|SKIP|TODO name: detail" line per check
 # (host and guest), then the verdict; logs under L7F_SYS_OUT.
@@ -147,6 +149,7 @@ K61=$(cat "$GUEST/kernel-6.1.txt")
 SHARE=$OUT/share
 mkdir -p "$SHARE"/{guest,debs,upgrade,policies,results}
 cp "$TOP"/tests/system/guest/* "$SHARE/guest/"
+[ -z "${L7F_SYS_GUEST_SCRIPT:-}" ] || cp "$L7F_SYS_GUEST_SCRIPT" "$SHARE/guest/systest.sh"
 cp "$TOP"/tests/system/policies/*.toml "$SHARE/policies/"
 cp "$DEB" "$DKMS_DEB" "$SHARE/debs/"
 # The upgrade: the same package with a higher version (what a new release
@@ -170,7 +173,7 @@ boot_guest() {
 	timeout --foreground -k 10 "$TIMEOUT" \
 		qemu-system-x86_64 -accel tcg -cpu max -m 2048 -smp 2 -nographic -no-reboot \
 		-kernel "$GUEST/vmlinuz" -initrd "$GUEST/initrd.img" \
-		-append "root=/dev/vda rw console=ttyS0 panic=-1 systemd.show_status=0 l7fast.systest" \
+		-append "root=/dev/vda rw console=ttyS0 panic=-1 loglevel=4 systemd.show_status=0 l7fast.systest" \
 		-drive "file=$OUT/guest.qcow2,if=virtio,format=qcow2,cache=unsafe" \
 		-virtfs "local,path=$SHARE,mount_tag=systest,security_model=none,id=systest" \
 		-nic none </dev/null >"$OUT/console.log" 2>&1

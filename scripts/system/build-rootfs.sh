@@ -97,6 +97,8 @@ SRC
 RECIPE_VERSION=1
 # --- end of the recipe ---------------------------------------------------------
 
+# Only the result directory goes to standard output.
+exec 3>&1 1>&2
 log() { printf '[rootfs %4ds] %s\n' "$SECONDS" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
@@ -176,7 +178,7 @@ make_image() {
 if [ -f "$DIR/.complete" ]; then
 	if add_extras || [ ! -f "$DIR/rootfs.img" ]; then make_image; fi
 	touch "$DIR/.complete"
-	echo "$DIR"
+	echo "$DIR" >&3
 	exit 0
 fi
 
@@ -220,4 +222,4 @@ touch "$DIR/.complete"
 # Keep the newest trees only.
 ls -1dt "$CACHE"/rootfs-* 2>/dev/null | tail -n +"$((${L7F_SYS_KEEP:-2} + 1))" | xargs -r rm -rf
 log "guest ready: $DIR"
-echo "$DIR"
+echo "$DIR" >&3

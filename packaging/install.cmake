@@ -30,7 +30,7 @@ install(FILES ${_l7_top}/systemd/l7fast.sysusers
         DESTINATION ${L7FAST_SYSUSERSDIR} RENAME l7fast.conf)
 install(FILES ${_l7_top}/systemd/org.l7fast.Manager1.conf
         DESTINATION ${CMAKE_INSTALL_DATADIR}/dbus-1/system.d)
-install(FILES ${_l7_top}/packaging/completion/l7fastctl.bash
+install(FILES ${_l7_top}/daemon/completion/l7fastctl.bash
         DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME l7fastctl)
 
 # The default policy; packages mark it as a configuration file.

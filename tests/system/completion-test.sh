@@ -1,5 +1,6 @@
 #!/bin/bash
-# Checks the bash completion of l7fastctl: completion-test.sh FILE
+# Checks the installed bash completion of l7fastctl (daemon/completion/,
+# packaged by packaging/install.cmake): completion-test.sh FILE
 set -uo pipefail
 FILE=${1:?usage: completion-test.sh FILE}
 for f in /usr/share/bash-completion/bash_completion; do
@@ -27,7 +28,8 @@ cd "$(mktemp -d)" && touch a.toml b.txt
 expect "l7fastctl " 1 status reload stats routes check
 expect "l7fastctl re" 1 reload
 expect "l7fastctl st" 1 status stats
-expect "l7fastctl status --" 2 --json --help
+expect "l7fastctl status --" 2 --json --help --version
+expect "l7fastctl check --p" 2 --policy-dir
 expect "l7fastctl check " 2 a.toml
 expect "l7fastctl status " 2
 [ $fails = 0 ] && echo "$n completions as expected" || exit 1

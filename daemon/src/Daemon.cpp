@@ -213,7 +213,8 @@ void Daemon::start()
               " routes, ", pol.clusters.size(), " clusters, ", pol.listeners.size(), " listeners)");
 
     const auto& d = pol.daemon;
-    features_ = dataplane::Features::probe(d.cgroup, d.bpffs);
+    cgroup_ = d.cgroup.empty() ? dataplane::Features::cgroup2_mount() : d.cgroup;
+    features_ = dataplane::Features::probe(cgroup_, d.bpffs);
     for (const auto& [k, v] : features_.report())
         log::info("feature ", k, ": ", v);
     if (!d.kernel_dataplane) {
@@ -223,12 +224,12 @@ void Daemon::start()
     } else {
         try {
             dataplane::DataplaneOptions o;
-            o.cgroup = d.cgroup;
+            o.cgroup = cgroup_;
             o.bpffs = d.bpffs;
             o.ingress_budget = d.ingress_budget;
             o.trace = opts_.trace;
             dp_ = std::make_unique<dataplane::Dataplane>(o);
-            log::info("data plane loaded; sockops on ", d.cgroup, ", pinned under ", d.bpffs);
+            log::info("data plane loaded; sockops on ", cgroup_, ", pinned under ", d.bpffs);
         } catch (const dataplane::DataplaneError& e) {
             degraded_reason_ = e.what();
         }

@@ -78,6 +78,7 @@ private:
     asio::steady_timer watchdog_;
     std::unique_ptr<asio::posix::stream_descriptor> events_;
     dataplane::Features features_;
+    std::string cgroup_;  // where sockops is attached (daemon.cgroup or the v2 root)
     std::unique_ptr<dataplane::Dataplane> dp_;
     std::unique_ptr<proxy::ProxyServer> server_;
     std::unique_ptr<control::DbusService> dbus_;

@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 namespace l7fast::dataplane {
 namespace {
@@ -65,11 +67,31 @@ Features Features::probe(const std::string& cgroup_path, const std::string& bpff
         f.unusable_reason = "the kernel lacks sockmap support (CONFIG_BPF_STREAM_PARSER, SK_MSG, SK_SKB)";
     else if (!f.bpf_loop || !f.ringbuf)
         f.unusable_reason = "the kernel is too old for the data plane (needs bpf_loop and ring buffers, 5.17+)";
+    else if (cgroup_path.empty())
+        f.unusable_reason = "no cgroup v2 hierarchy is mounted: mount -t cgroup2 none /sys/fs/cgroup, "
+                            "or set daemon.cgroup in the policy";
     else if (!f.cgroup2)
         f.unusable_reason = "'" + cgroup_path + "' is not a cgroup v2 directory: set daemon.cgroup in the policy";
     else if (!f.bpffs)
         f.unusable_reason = "no BPF filesystem at " + bpffs_root + ": mount -t bpf bpf " + bpffs_root;
     return f;
+}
+
+std::string Features::cgroup2_mount()
+{
+    std::ifstream in("/proc/self/mountinfo");
+    std::string line;
+    while (std::getline(in, line)) {
+        // "... mount-point ... - fstype source options"
+        std::istringstream f(line);
+        std::vector<std::string> w;
+        for (std::string t; f >> t;)
+            w.push_back(t);
+        for (size_t i = 0; i + 1 < w.size(); i++)
+            if (w[i] == "-" && w[i + 1] == "cgroup2" && w.size() > 4)
+                return w[4];
+    }
+    return {};
 }
 
 std::vector<std::pair<std::string, std::string>> Features::report() const

@@ -28,6 +28,9 @@ struct Features {
     std::vector<std::pair<std::string, std::string>> report() const;
 
     static Features probe(const std::string& cgroup_path, const std::string& bpffs_path);
+    // Mount point of the cgroup v2 hierarchy (/sys/fs/cgroup on unified
+    // systems, /sys/fs/cgroup/unified on hybrid ones), or empty.
+    static std::string cgroup2_mount();
 };
 
 }  // namespace l7fast::dataplane

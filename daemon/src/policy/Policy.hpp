@@ -38,8 +38,9 @@ struct SocketAddress {
 };
 
 struct DaemonSettings {
-    // cgroup v2 directory whose sockets the data plane sees (sockops attach point)
-    std::string cgroup = "/sys/fs/cgroup";
+    // cgroup v2 directory whose sockets the data plane sees (sockops attach
+    // point); empty: the root of the cgroup v2 hierarchy, wherever mounted
+    std::string cgroup;
     // where maps and links are pinned
     std::string bpffs = "/sys/fs/bpf/l7fast";
     // largest message sent socket-to-socket; bigger ones go over TCP

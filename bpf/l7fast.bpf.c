@@ -95,38 +95,6 @@ static __always_inline struct l7_route_stats *l7_rstats(__u32 id)
 	return bpf_map_lookup_elem(&l7_route_stats, &id);
 }
 
-/* bucket i holds latencies in [2^(i+10), 2^(i+11)) ns; 0 and 15 are open */
-static __always_inline __u32 l7_lat_bucket(__u64 ns)
-{
-	__u32 b = 0;
-	int i;
-
-	ns >>= 10;
-	for (i = 0; i < L7_LAT_BUCKETS - 1; i++) {
-		if (ns < 2)
-			break;
-		ns >>= 1;
-		b++;
-	}
-	return b;
-}
-
-/* index into l7_route_stats.status: 1..5 for 1xx..5xx, 0 otherwise */
-static __always_inline __u32 l7_status_class(__u16 st)
-{
-	if (st >= 600 || st < 100)
-		return 0;
-	if (st >= 500)
-		return 5;
-	if (st >= 400)
-		return 4;
-	if (st >= 300)
-		return 3;
-	if (st >= 200)
-		return 2;
-	return 1;
-}
-
 static __always_inline struct l7_listener *l7_find_listener(const struct l7_conn_key *k)
 {
 	struct l7_listener_key lk = {};

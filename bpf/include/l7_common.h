@@ -278,4 +278,39 @@ static inline __u64 l7_hash_str(__u64 seed, const void *p, __u32 len, int lower)
 }
 #endif
 
+/* ---- telemetry classes, shared by the data plane and the slow path ------ */
+
+/* Bucket of l7_route_stats.latency for a latency in ns (see L7_LAT_BUCKETS). */
+L7_INLINE __u32 l7_lat_bucket(__u64 ns)
+{
+	__u32 b = 0;
+	int i;
+
+	ns >>= 10;
+	for (i = 0; i < L7_LAT_BUCKETS - 1; i++) {
+		if (ns < 2)
+			break;
+		ns >>= 1;
+		b++;
+	}
+	return b;
+}
+
+/* Index into l7_route_stats.status: 1..5 for 1xx..5xx, 0 otherwise. */
+L7_INLINE __u32 l7_status_class(__u32 st)
+{
+	/* comparisons, not st / 100: the verifier must see the bound */
+	if (st >= 600 || st < 100)
+		return 0;
+	if (st >= 500)
+		return 5;
+	if (st >= 400)
+		return 4;
+	if (st >= 300)
+		return 3;
+	if (st >= 200)
+		return 2;
+	return 1;
+}
+
 #endif /* L7_COMMON_H */

@@ -309,7 +309,10 @@ struct l7_conn_user {
 
 /* ---- telemetry ----------------------------------------------------------- */
 
-#define L7_LAT_BUCKETS 16 /* bucket i: latency < 2^(i+4) ns... see l7_lat_bucket */
+/* Latency histogram: bucket i counts latencies in [2^(i+10), 2^(i+11)) ns,
+ * bucket 0 everything below 2 us, the last one everything from 33.5 ms
+ * (l7_lat_bucket in l7_common.h). */
+#define L7_LAT_BUCKETS 16
 
 struct l7_route_stats {
 	__u64 requests_kernel;

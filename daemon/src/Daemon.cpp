@@ -170,16 +170,15 @@ void Daemon::fold_kernel_counters(uint32_t gen)
         return;
     std::vector<dataplane::RouteCounters> drained;
     dp_->drain_route_counters(gen, static_cast<uint32_t>(gen_routes_[gen].size()), drained);
+    auto& finished = server_->kernel_responses();
     for (size_t i = 0; i < drained.size() && i < gen_routes_[gen].size(); i++) {
         auto& t = kernel_totals_[gen_routes_[gen][i]];
-        const auto& c = drained[i];
-        t.requests_kernel += c.requests_kernel;
-        for (int j = 0; j < 6; j++)
-            t.status[j] += c.status[j];
-        t.bytes_in += c.bytes_in;
-        t.bytes_out += c.bytes_out;
-        for (int j = 0; j < L7_LAT_BUCKETS; j++)
-            t.latency[j] += c.latency[j];
+        t += drained[i];
+        auto it = finished.find(gen * L7_MAX_ROUTES + static_cast<uint32_t>(i));
+        if (it != finished.end()) {
+            t += it->second;
+            finished.erase(it);
+        }
     }
 }
 
@@ -442,21 +441,19 @@ control::StatsSnapshot Daemon::stats()
     const auto& pol = rt_->policy();
     std::vector<dataplane::RouteCounters> live(pol.routes.size());
     if (dp_) {
-        uint32_t g = dp_->active_gen();
-        for (uint32_t gen : {g, g ^ 1u}) {
+        std::map<std::string_view, size_t> by_name;
+        for (size_t r = 0; r < pol.routes.size(); r++)
+            by_name.emplace(pol.routes[r].name, r);
+        const auto& finished = server_->kernel_responses();
+        for (uint32_t gen : {0u, 1u}) {
             for (size_t i = 0; i < gen_routes_[gen].size() && i < L7_MAX_ROUTES; i++) {
-                for (size_t r = 0; r < pol.routes.size(); r++) {
-                    if (pol.routes[r].name != gen_routes_[gen][i])
-                        continue;
-                    auto c = dp_->route_counters(gen, static_cast<uint32_t>(i));
-                    live[r].requests_kernel += c.requests_kernel;
-                    for (int j = 0; j < 6; j++)
-                        live[r].status[j] += c.status[j];
-                    live[r].bytes_in += c.bytes_in;
-                    live[r].bytes_out += c.bytes_out;
-                    for (int j = 0; j < L7_LAT_BUCKETS; j++)
-                        live[r].latency[j] += c.latency[j];
-                }
+                auto r = by_name.find(gen_routes_[gen][i]);
+                if (r == by_name.end())
+                    continue;
+                uint32_t id = gen * L7_MAX_ROUTES + static_cast<uint32_t>(i);
+                live[r->second] += dp_->route_counters(gen, static_cast<uint32_t>(i));
+                if (auto f = finished.find(id); f != finished.end())
+                    live[r->second] += f->second;
             }
         }
         auto ctr = dp_->counters();
@@ -467,34 +464,24 @@ control::StatsSnapshot Daemon::stats()
             out.counters.emplace_back(name, ctr[i]);
         }
     }
+    const auto& user = server_->user_counters();
     for (size_t r = 0; r < pol.routes.size(); r++) {
         control::RouteStats rs;
         rs.name = pol.routes[r].name;
         rs.kernel = r < placement_.size() && placement_[r].kernel;
-        dataplane::RouteCounters k = live[r];
-        if (auto it = kernel_totals_.find(rs.name); it != kernel_totals_.end()) {
-            k.requests_kernel += it->second.requests_kernel;
-            for (int j = 0; j < 6; j++)
-                k.status[j] += it->second.status[j];
-            k.bytes_in += it->second.bytes_in;
-            k.bytes_out += it->second.bytes_out;
-            for (int j = 0; j < L7_LAT_BUCKETS; j++)
-                k.latency[j] += it->second.latency[j];
-        }
-        rs.requests_kernel = k.requests_kernel;
-        for (int j = 0; j < 6; j++)
-            rs.status[j] = k.status[j];
-        rs.bytes_in = k.bytes_in;
-        rs.bytes_out = k.bytes_out;
-        rs.latency.assign(std::begin(k.latency), std::end(k.latency));
-        auto uc = server_->user_counters();
-        if (auto it = uc.find(rs.name); it != uc.end()) {
+        dataplane::RouteCounters all = live[r];
+        if (auto it = kernel_totals_.find(rs.name); it != kernel_totals_.end())
+            all += it->second;
+        rs.requests_kernel = all.requests;
+        if (auto it = user.find(rs.name); it != user.end()) {
             rs.requests_user = it->second.requests;
-            for (int j = 0; j < 6; j++)
-                rs.status[j] += it->second.status[j];
-            rs.bytes_in += it->second.bytes_in;
-            rs.bytes_out += it->second.bytes_out;
+            all += it->second;
         }
+        for (int j = 0; j < 6; j++)
+            rs.status[j] = all.status[j];
+        rs.bytes_in = all.bytes_in;
+        rs.bytes_out = all.bytes_out;
+        rs.latency.assign(std::begin(all.latency), std::end(all.latency));
         out.requests_kernel += rs.requests_kernel;
         out.requests_user += rs.requests_user;
         out.routes.push_back(std::move(rs));

@@ -26,6 +26,8 @@ L7FASTD = BUILD / "daemon" / "l7fastd"
 L7FASTCTL = BUILD / "daemon" / "l7fastctl"
 BACKEND = Path(__file__).resolve().parent / "backend.py"
 PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+sys.path.insert(0, str(ROOT / "scripts" / "dbus"))
+from l7fast_bus import PrivateBus  # noqa: E402
 
 COUNTERS = ["requests_kernel", "requests_user", "responses_kernel", "responses_relayed",
             "budget_relay", "scratch_busy", "close_events"]
@@ -129,7 +131,7 @@ class Daemon:
     """A real l7fastd with its own policy file, bpffs directory and cgroup."""
 
     def __init__(self, policy_body, cgroup, workdir, extra_args=(), daemon_settings="",
-                 policy_dir=None):
+                 policy_dir=None, bus_env=None):
         self.cgroup = cgroup
         self.workdir = Path(workdir)
         self.bpffs = f"/sys/fs/bpf/l7fast-test-{os.getpid()}-{id(self) & 0xffff:x}"
@@ -144,7 +146,7 @@ class Daemon:
         self.notify.bind(str(self.notify_path))
         self.notify.settimeout(30)
         self.notifications = []
-        env = dict(os.environ, NOTIFY_SOCKET=str(self.notify_path))
+        env = dict(bus_env or os.environ, NOTIFY_SOCKET=str(self.notify_path))
         env.pop("JOURNAL_STREAM", None)
         self.logf = open(self.log_path, "w")
         self.proc = subprocess.Popen(
@@ -219,6 +221,7 @@ class Env:
         self.tmp = tempfile.TemporaryDirectory(prefix=f"l7fast-{name}-")
         self.backends = {}
         self.daemon = None
+        self.bus = None
         self.dmesg_start = dmesg_lines()
 
     def backend(self, name, local=True, host="127.0.0.1"):
@@ -227,8 +230,25 @@ class Env:
         return b
 
     def start(self, policy_body, **kw):
-        self.daemon = Daemon(policy_body, self.cgroup, self.tmp.name, **kw)
+        """Starts l7fastd, serving org.l7fast.Manager1 on a private bus."""
+        if self.bus is None:
+            self.bus = PrivateBus(self.tmp.name, open=True)
+        self.daemon = Daemon(policy_body, self.cgroup, self.tmp.name, bus_env=self.bus.env(), **kw)
         return self.daemon
+
+    def ctl(self, *args):
+        """l7fastctl against this environment's daemon: (exit status, stdout, stderr)."""
+        out = subprocess.run([str(L7FASTCTL), *args], capture_output=True, text=True,
+                             env=self.bus.env(), timeout=60, stdin=subprocess.DEVNULL)
+        return out.returncode, out.stdout, out.stderr
+
+    def stats(self):
+        """`l7fastctl --json stats`, with routes as a dict by name."""
+        rc, out, err = self.ctl("--json", "stats")
+        assert rc == 0, err
+        st = json.loads(out)
+        st["routes"] = {r["name"]: r for r in st["routes"]}
+        return st
 
     @contextlib.contextmanager
     def local(self):
@@ -245,6 +265,8 @@ class Env:
             self.daemon.stop()
         for b in self.backends.values():
             b.stop()
+        if self.bus:
+            self.bus.stop()
         self.cgroup.remove()
         self.tmp.cleanup()
 

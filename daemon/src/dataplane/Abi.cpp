@@ -6,6 +6,8 @@
 
 #include <cstring>
 
+#include "l7_common.h"
+
 namespace l7fast::dataplane {
 
 // The BPF side compiles the same header; these pin the layout on the C++
@@ -85,6 +87,25 @@ std::string to_string(const l7_conn_key& k)
     char out[128];
     std::snprintf(out, sizeof(out), (fmt + "->" + fmt).c_str(), a, k.client_port, b, k.server_port);
     return out;
+}
+
+RouteCounters& RouteCounters::operator+=(const RouteCounters& o)
+{
+    requests += o.requests;
+    for (int i = 0; i < 6; i++)
+        status[i] += o.status[i];
+    bytes_in += o.bytes_in;
+    bytes_out += o.bytes_out;
+    for (int i = 0; i < L7_LAT_BUCKETS; i++)
+        latency[i] += o.latency[i];
+    return *this;
+}
+
+void RouteCounters::add_response(int st, uint64_t bytes, uint64_t latency_ns)
+{
+    status[l7_status_class(static_cast<uint32_t>(st < 0 ? 0 : st))]++;
+    bytes_out += bytes;
+    latency[l7_lat_bucket(latency_ns) & (L7_LAT_BUCKETS - 1)]++;
 }
 
 }  // namespace l7fast::dataplane

@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <cstdint>
 #include <string>
 
 #include "l7fast_abi.h"
@@ -20,5 +21,19 @@ l7_conn_key make_conn_key(const sockaddr_storage& client, const sockaddr_storage
 bool conn_key_of(int fd, bool fd_is_client, l7_conn_key* out);
 
 std::string to_string(const l7_conn_key& k);
+
+// One route's counters, as l7_route_stats holds them: the data plane's per
+// generation and CPU, the slow path's per route.
+struct RouteCounters {
+    uint64_t requests = 0;
+    uint64_t status[6] = {};  // l7_status_class
+    uint64_t bytes_in = 0, bytes_out = 0;
+    uint64_t latency[L7_LAT_BUCKETS] = {};  // l7_lat_bucket
+
+    RouteCounters& operator+=(const RouteCounters& o);
+    // One response: its status, bytes sent to the client and the time since
+    // the request arrived.
+    void add_response(int status, uint64_t bytes, uint64_t latency_ns);
+};
 
 }  // namespace l7fast::dataplane

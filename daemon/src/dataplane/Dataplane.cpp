@@ -322,15 +322,7 @@ void Dataplane::drain_route_counters(uint32_t gen, uint32_t n_routes, std::vecto
     if (out.size() < n_routes)
         out.resize(n_routes);
     for (uint32_t i = 0; i < n_routes && i < L7_MAX_ROUTES; i++) {
-        RouteCounters c = route_counters(gen, i);
-        RouteCounters& o = out[i];
-        o.requests_kernel += c.requests_kernel;
-        for (int j = 0; j < 6; j++)
-            o.status[j] += c.status[j];
-        o.bytes_in += c.bytes_in;
-        o.bytes_out += c.bytes_out;
-        for (int j = 0; j < L7_LAT_BUCKETS; j++)
-            o.latency[j] += c.latency[j];
+        out[i] += route_counters(gen, i);
         uint32_t k = gen * L7_MAX_ROUTES + i;
         bpf_map_update_elem(fd, &k, zero.data(), BPF_ANY);
     }
@@ -441,7 +433,7 @@ RouteCounters Dataplane::route_counters(uint32_t gen, uint32_t route) const
     if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.l7_route_stats), &k, per.data()) != 0)
         return out;
     for (const auto& s : per) {
-        out.requests_kernel += s.requests_kernel;
+        out.requests += s.requests_kernel;
         for (int i = 0; i < 6; i++)
             out.status[i] += s.status[i];
         out.bytes_in += s.bytes_in;

@@ -38,14 +38,6 @@ struct DataplaneOptions {
     bool trace = false;     // decision trace events (debugging)
 };
 
-// Route counters summed over CPUs.
-struct RouteCounters {
-    uint64_t requests_kernel = 0;
-    uint64_t status[6] = {};
-    uint64_t bytes_in = 0, bytes_out = 0;
-    uint64_t latency[L7_LAT_BUCKETS] = {};
-};
-
 class Dataplane {
 public:
     // Loads, attaches and pins. Throws DataplaneError with an explanation

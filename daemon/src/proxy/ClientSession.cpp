@@ -23,7 +23,6 @@ uint32_t random_u32()
     return rng();
 }
 
-uint32_t status_class(int st) { return st >= 100 && st < 600 ? static_cast<uint32_t>(st / 100) : 0; }
 
 }  // namespace
 
@@ -155,15 +154,17 @@ awaitable<bool> ClientSession::write_client(std::string_view data)
     co_return !ec;
 }
 
-awaitable<void> ClientSession::respond(int status, std::string_view text, bool close)
+awaitable<uint64_t> ClientSession::respond(int status, std::string_view text, bool close)
 {
     // GCC 12 mishandles co_await inside conditions and temporaries that
     // live across a co_await: every await here is a plain statement.
     std::string response = make_response(status, text, close);
     bool idle = co_await wait_kernel_idle();
+    bool wrote = false;
     if (idle)
-        co_await write_client(response);
+        wrote = co_await write_client(response);
     answered();
+    co_return wrote ? response.size() : 0;
 }
 
 awaitable<bool> ClientSession::forward_request_body(UpstreamConn& up, const l7_msg& m,
@@ -407,7 +408,12 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
             continue;
         }
         const policy::Route& route = rt->policy().routes[*route_index];
-        UserRouteCounters& rc = server_.user_counters_for(route.name);
+        dataplane::RouteCounters& rc = server_.user_counters_for(route.name);
+        auto since = [t0 = std::chrono::steady_clock::now()] {
+            return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                             std::chrono::steady_clock::now() - t0)
+                                             .count());
+        };
         rc.requests++;
         rc.bytes_in += m.hdr_len + (m.body_kind == L7_BODY_LENGTH ? m.content_length : 0);
 
@@ -424,12 +430,12 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
             int code = ec == errc::no_buffer_space ? 503
                        : ec == errc::timed_out      ? 504
                                                          : 502;
-            rc.status[status_class(code)]++;
             log::info("route ", route.name, ": upstream ",
                       cluster->endpoints[ei].address.str(), ": ", ec.message());
             bool must_close = close || m.body_kind != L7_BODY_NONE;
             std::string text = "upstream unavailable: " + ec.message() + "\n";
-            co_await respond(code, text, must_close);
+            uint64_t n = co_await respond(code, text, must_close);
+            rc.add_response(code, n, since());
             if (must_close)
                 break;
             consume(m.hdr_len);
@@ -456,17 +462,17 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
         if (!body_ok) {
             server_.pool().release(up, false);
             int code = body_error ? 400 : 502;
-            rc.status[status_class(code)]++;
             std::string text = body_error ? "malformed request body\n" : "upstream write failed\n";
-            co_await respond(code, text, true);
+            uint64_t n = co_await respond(code, text, true);
+            rc.add_response(code, n, since());
             break;
         }
 
         l7_resp_state start{};
         start.phase = L7_RESP_START;
         Exchange x = co_await pipe_response(*up, m.method == L7_M_HEAD, start, true);
-        rc.status[status_class(x.status)]++;
-        rc.bytes_out += x.bytes;
+        if (x.ok || x.wrote)
+            rc.add_response(x.status, x.bytes, since());
         if (x.ok && x.status == 101) {
             std::vector<char> pending(in_.data(), in_.data() + in_len_);
             in_len_ = 0;
@@ -477,9 +483,11 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
         }
         server_.pool().release(up, x.ok && x.reusable);
         if (!x.ok) {
-            if (!x.wrote)
-                co_await respond(x.status ? x.status : 502, "upstream failed\n", true);
-            else
+            if (!x.wrote) {
+                int code = x.status ? x.status : 502;
+                uint64_t n = co_await respond(code, "upstream failed\n", true);
+                rc.add_response(code, n, since());
+            } else
                 answered();
             break;
         }
@@ -502,6 +510,8 @@ awaitable<void> ClientSession::relay_coro(std::shared_ptr<ClientSession> self, U
                                           l7_slot snapshot)
 {
     Exchange x = co_await pipe_response(*up, snapshot.resp.req_head, snapshot.resp, false);
+    server_.count_kernel_response(snapshot, x.status ? x.status : snapshot.resp.status,
+                                  snapshot.resp.bytes + x.bytes);
     server_.pool().finish_relay(up, x.ok && x.reusable && !snapshot.resp.close_after);
     if (server_.dataplane())
         server_.dataplane()->conn_clear_outstanding(key_);
@@ -517,7 +527,11 @@ void ClientSession::kernel_failed(int status, const l7_slot& snapshot)
     asio::co_spawn(server_.io(), [self, status, snapshot]() -> awaitable<void> {
         if (snapshot.resp.bytes == 0) {
             std::string response = make_response(status, "upstream failed\n", true);
-            co_await self->write_client(response);
+            bool wrote = co_await self->write_client(response);
+            self->server_.count_kernel_response(snapshot, status, wrote ? response.size() : 0);
+        } else {
+            // the client got the head and part of the body, then the close
+            self->server_.count_kernel_response(snapshot, snapshot.resp.status, snapshot.resp.bytes);
         }
         if (self->server_.dataplane())
             self->server_.dataplane()->conn_clear_outstanding(self->key_);

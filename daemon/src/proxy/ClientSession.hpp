@@ -66,7 +66,8 @@ private:
     awaitable<int> read_request_head(l7_msg& m);
     awaitable<bool> wait_kernel_idle();
     awaitable<bool> write_client(std::string_view data);
-    awaitable<void> respond(int status, std::string_view text, bool close);
+    // Answers the client itself; returns the bytes written.
+    awaitable<uint64_t> respond(int status, std::string_view text, bool close);
     awaitable<bool> forward_request_body(UpstreamConn& up, const l7_msg& m, bool& body_error);
     awaitable<Exchange> pipe_response(UpstreamConn& up, bool req_head, l7_resp_state start,
                                       bool wait_kernel);

@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 
 #include <cstring>
+#include <ctime>
 
 #include "common/Log.hpp"
 #include "dataplane/Dataplane.hpp"
@@ -230,6 +231,16 @@ void ProxyServer::on_event(const l7_event& ev)
     }
 }
 
+void ProxyServer::count_kernel_response(const l7_slot& snapshot, int status, uint64_t bytes)
+{
+    // req_start_ns is bpf_ktime_get_ns(): CLOCK_MONOTONIC
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t now = static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+    uint64_t latency = now > snapshot.req_start_ns ? now - snapshot.req_start_ns : 0;
+    kernel_responses_[snapshot.stats_id].add_response(status, bytes, latency);
+}
+
 void ProxyServer::on_exchange_end(KernelExchangeEnd e)
 {
     auto s = session_for(e.snapshot.client);
@@ -241,6 +252,7 @@ void ProxyServer::on_exchange_end(KernelExchangeEnd e)
             pool_.finish_relay(e.conn, false);
         break;
     case KernelExchangeEnd::Kind::UntilClose:
+        count_kernel_response(e.snapshot, e.snapshot.resp.status, e.snapshot.resp.bytes);
         if (s)
             s->kernel_until_close();
         break;

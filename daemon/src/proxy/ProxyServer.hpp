@@ -42,13 +42,6 @@ struct PolicyRuntime {
     std::vector<std::vector<uint32_t>> endpoint_pool;  // per cluster, per endpoint
 };
 
-// Slow-path counters of one route (the kernel counts its own).
-struct UserRouteCounters {
-    uint64_t requests = 0;
-    uint64_t status[6] = {};
-    uint64_t bytes_in = 0, bytes_out = 0;
-};
-
 // Send buffer for sockets the data plane redirects into (see .cpp).
 void set_large_sndbuf(int fd);
 
@@ -79,8 +72,20 @@ public:
 
     // Stable id of a listening address (kept across reloads).
     uint32_t listener_id_for(const policy::SocketAddress& a);
-    const std::map<std::string, UserRouteCounters>& user_counters() const { return user_counters_; }
-    UserRouteCounters& user_counters_for(const std::string& route) { return user_counters_[route]; }
+    // Slow-path counters by route name (the data plane counts its own).
+    const std::map<std::string, dataplane::RouteCounters>& user_counters() const
+    {
+        return user_counters_;
+    }
+    dataplane::RouteCounters& user_counters_for(const std::string& route)
+    {
+        return user_counters_[route];
+    }
+    // Responses to kernel-path requests that the daemon finished (relayed,
+    // until close, failed), under the request's l7_route_stats id: the data
+    // plane counted the request, the daemon counts the response.
+    void count_kernel_response(const l7_slot& snapshot, int status, uint64_t bytes);
+    std::map<uint32_t, dataplane::RouteCounters>& kernel_responses() { return kernel_responses_; }
     size_t sessions() const { return sessions_.size(); }
     uint64_t user_requests_no_route() const { return no_route_; }
     // Round-robin cursor of a cluster in the slow path.
@@ -110,7 +115,8 @@ private:
     std::vector<std::shared_ptr<Listening>> listening_;
     std::map<policy::SocketAddress, uint32_t> listener_ids_;
     std::map<l7_conn_key, std::weak_ptr<ClientSession>, ConnKeyLess> sessions_;
-    std::map<std::string, UserRouteCounters> user_counters_;
+    std::map<std::string, dataplane::RouteCounters> user_counters_;
+    std::map<uint32_t, dataplane::RouteCounters> kernel_responses_;
     uint64_t no_route_ = 0;
     std::map<std::string, uint64_t> rr_;
 };

@@ -1,0 +1,143 @@
+#!/bin/bash
+# The demo behind `make demo`: l7fastd on its embedded default policy
+# (packaging/policy.toml: listener 127.0.0.1:8080, backends 127.0.0.1:9001
+# and :9002), two small HTTP backends, a few requests through every route,
+# then what l7fastctl reports: where each route runs and how many requests
+# the kernel handled.
+#
+#   scripts/demo.sh                 (as root; after `make build`)
+# Environment:
+#   BUILD=DIR        build directory (default build)
+#   DEMO_KEEP=1      keep everything running afterwards until Ctrl-C, so you
+#                    can try `curl http://127.0.0.1:8080/...` and l7fastctl
+#   DEMO_REQUESTS=N  requests in the load step (default 2000)
+# Uses the system D-Bus if one is running, a private bus otherwise; mounts
+# bpffs on /sys/fs/bpf if nothing is mounted there. Everything it starts is
+# stopped on exit.
+set -euo pipefail
+
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=${BUILD:-build}
+case $BUILD in /*) ;; *) BUILD=$TOP/$BUILD ;; esac
+L7FASTD=$BUILD/daemon/l7fastd
+L7FASTCTL=$BUILD/daemon/l7fastctl
+REQUESTS=${DEMO_REQUESTS:-2000}
+URL=http://127.0.0.1:8080
+
+say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+die() { echo "demo: $*" >&2; exit 1; }
+run() { printf '$ %s\n' "$*"; "$@"; }
+
+[ "$(id -u)" = 0 ] || die "run as root: loading eBPF programs and attaching them to a cgroup needs it"
+[ -x "$L7FASTD" ] && [ -x "$L7FASTCTL" ] || die "no l7fastd in $BUILD: run 'make build' first"
+for port in 8080 9001 9002; do
+	if ss -Hltn "sport = :$port" | grep -q .; then
+		die "port $port is already in use ($(ss -Hltnp "sport = :$port" | awk '{print $NF}' | head -n1)); the default policy needs 8080, 9001 and 9002 free"
+	fi
+done
+
+WORK=$(mktemp -d /tmp/l7fast-demo.XXXXXX)
+PIDS=()
+BUS_STARTED=0
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+	for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+	[ $BUS_STARTED = 1 ] && "$TOP/scripts/dbus/private-bus.sh" stop "$WORK/dbus" >/dev/null 2>&1 || true
+	if [ $rc != 0 ] && [ -s "$WORK/l7fastd.log" ]; then
+		echo "--- l7fastd log (last 30 lines) ---" >&2
+		tail -n 30 "$WORK/l7fastd.log" >&2
+	fi
+	rm -rf "$WORK"
+	exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# --- environment: bpffs and a bus ------------------------------------------------
+if ! mount -t bpf | grep -q ' /sys/fs/bpf '; then
+	mount -t bpf bpf /sys/fs/bpf || die "cannot mount bpffs on /sys/fs/bpf"
+fi
+if [ -z "${DBUS_SYSTEM_BUS_ADDRESS:-}" ] && [ ! -S /run/dbus/system_bus_socket ]; then
+	mkdir -p "$WORK/dbus"
+	eval "$("$TOP/scripts/dbus/private-bus.sh" start "$WORK/dbus")"
+	BUS_STARTED=1
+	echo "(no system D-Bus here: using a private one at $DBUS_SYSTEM_BUS_ADDRESS)"
+fi
+
+# --- backends and the daemon ------------------------------------------------------
+say "Two backends on 127.0.0.1:9001 and :9002 (tests/e2e/backend.py; they echo what they received)"
+for b in 1 2; do
+	python3 "$TOP/tests/e2e/backend.py" "backend-$b" 900$b >/dev/null 2>&1 &
+	PIDS+=($!)
+done
+
+say "l7fastd on the embedded default policy (packaging/policy.toml)"
+printf '$ %s\n' "$L7FASTD --default-policy"
+"$L7FASTD" --default-policy >"$WORK/l7fastd.log" 2>&1 &
+PIDS+=($!)
+DAEMON_PID=$!
+for _ in $(seq 100); do
+	curl -s -o /dev/null --max-time 1 "$URL/healthz" 2>/dev/null && break
+	kill -0 $DAEMON_PID 2>/dev/null || die "l7fastd exited: $(tail -n 5 "$WORK/l7fastd.log")"
+	sleep 0.1
+done
+for _ in $(seq 50); do
+	"$L7FASTCTL" status >/dev/null 2>&1 && break
+	sleep 0.1
+done
+run "$L7FASTCTL" status
+
+say "Where each route runs"
+run "$L7FASTCTL" routes
+
+# --- requests ---------------------------------------------------------------------
+backend_of() { sed -n 's/.*"backend": *"\([^"]*\)".*/\1/p'; }
+say "One request per route (the backend that answered is in the response)"
+printf '%-44s %s\n' "request" "status / answered by"
+show() { # label curl-args...
+	local label=$1 out code
+	shift
+	out=$(curl -s --max-time 5 -w '\n%{http_code}' "$@") || die "curl $* failed"
+	code=${out##*$'\n'}
+	printf '%-44s %s %s\n' "$label" "$code" "$(printf '%s' "${out%$'\n'*}" | backend_of)"
+}
+show "GET /healthz                  (health)" "$URL/healthz"
+show "HEAD /healthz                 (health)" -I "$URL/healthz"
+show "GET /api/items (90/10 split)  (api)" "$URL/api/items"
+show "GET / with X-Canary: 1   (canary-opt-in)" -H 'X-Canary: 1' "$URL/"
+show "POST /upload 1 MiB body       (default)" --data-binary @<(head -c 1048576 /dev/zero) "$URL/upload"
+show "GET /big (4 MiB response)     (default)" -o /dev/null "$URL/big?size=4194304"
+show "malformed: two Content-Lengths" -H 'Content-Length: 1' -H 'Content-Length: 2' -d x "$URL/"
+
+say "$REQUESTS requests on keep-alive connections, spread over the routes"
+python3 - "$REQUESTS" <<'EOF'
+import http.client, collections, sys, time
+n = int(sys.argv[1])
+paths = ["/healthz", "/api/a", "/api/b", "/", "/page"]
+seen = collections.Counter()
+conns = [http.client.HTTPConnection("127.0.0.1", 8080, timeout=5) for _ in range(4)]
+t0 = time.monotonic()
+for i in range(n):
+    c = conns[i % len(conns)]
+    c.request("GET", paths[i % len(paths)], headers={"X-Canary": "1"} if i % 10 == 0 else {})
+    r = c.getresponse()
+    body = r.read()
+    seen[(r.status, body.split(b'"backend": "', 1)[1].split(b'"', 1)[0].decode() if b'"backend"' in body else "-")] += 1
+dt = time.monotonic() - t0
+print(f"{n} requests in {dt:.2f} s from one Python client; status/backend counts:")
+for (status, backend), count in sorted(seen.items()):
+    print(f"  {status} {backend:10s} {count}")
+EOF
+
+say "What the kernel handled (requests_kernel) and what took the user-space path"
+run "$L7FASTCTL" stats
+
+if [ "${DEMO_KEEP:-0}" = 1 ]; then
+	say "Running; try: curl -v $URL/api/x   and   $L7FASTCTL stats   (Ctrl-C stops everything)"
+	[ $BUS_STARTED = 1 ] && echo "(for l7fastctl in another shell: export DBUS_SYSTEM_BUS_ADDRESS=$DBUS_SYSTEM_BUS_ADDRESS)"
+	wait $DAEMON_PID
+else
+	say "Done; 'make demo DEMO_KEEP=1' keeps it running to try it yourself"
+fi

@@ -1,0 +1,54 @@
+#!/bin/bash
+# Installs what building l7fast, running it and running the unit and
+# end-to-end tests need on Debian 12 (bookworm), through apt only.
+# The heavier suites install their own extras when they run:
+#   kernel module matrix  scripts/kmod/run-matrix.sh (headers, qemu, kernels)
+#   system test           tests/system/run.sh (qemu, debootstrap, packaging)
+#   benchmark             scripts/bench/run.sh (wrk, haproxy, nginx)
+#
+#   scripts/install-deps.sh            (as root, or with sudo available)
+# Environment:
+#   L7F_NO_APT=1   only check; fail listing what is missing
+# Installs nothing when everything is already there (no apt-get update).
+set -euo pipefail
+
+PACKAGES=(
+	# build
+	build-essential cmake pkg-config clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev
+	libtomlplusplus-dev libnl-3-dev libnl-genl-3-dev libsystemd-dev libboost-dev
+	libboost-system-dev libssl-dev libgtest-dev
+	# run (demo) and test
+	python3 python3-pytest curl iproute2 procps util-linux kmod
+	dbus-daemon dbus-bin dbus-system-bus-common systemd
+)
+
+log() { printf '[deps] %s\n' "$*" >&2; }
+
+. /etc/os-release
+if [ "${VERSION_CODENAME:-}" != bookworm ]; then
+	log "warning: written for Debian 12 (bookworm); this is ${PRETTY_NAME:-unknown}. Trying anyway."
+fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q ' installed$' || missing+=("$p")
+done
+if [ ${#missing[@]} = 0 ]; then
+	log "all ${#PACKAGES[@]} packages present"
+	exit 0
+fi
+if [ "${L7F_NO_APT:-0}" = 1 ]; then
+	log "missing: ${missing[*]} (L7F_NO_APT=1: not installing)"
+	exit 1
+fi
+
+SUDO=()
+if [ "$(id -u)" != 0 ]; then
+	command -v sudo >/dev/null || { log "missing: ${missing[*]}; run as root or install sudo"; exit 1; }
+	SUDO=(sudo)
+fi
+log "installing: ${missing[*]}"
+"${SUDO[@]}" apt-get -o DPkg::Lock::Timeout=300 update -qq
+"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
+	apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends "${missing[@]}"
+log "done"

@@ -184,7 +184,7 @@ if [ "${pid:-0}" != 0 ]; then
 	# What the daemon's mount namespace allows: bpffs writable, kernel
 	# tunables, the rest of /sys and /etc read-only, /home empty.
 	sb=$(nsenter -t "$pid" -m sh -c '
-		r() { if mkdir "$1/.l7s-probe" 2>/dev/null; then rmdir "$1/.l7s-probe"; echo rw; else echo ro; fi; }
+		r() { if mkdir "$1/l7sprobe" 2>/dev/null; then rmdir "$1/l7sprobe"; echo rw; else echo ro; fi; }  # no dots: bpffs refuses them
 		echo "bpffs=$(r /sys/fs/bpf) sysfs=$(r /sys/kernel/mm) cgroup=$(r /sys/fs/cgroup) etc=$(r /etc) var-lib=$(r /var/lib/l7fast)"
 		echo "sysctl=$( (echo 0 >/proc/sys/kernel/printk_ratelimit) 2>/dev/null && echo rw || echo ro) home=$(ls -A /home | wc -l)-entries"' 2>&1 | tr '\n' ' ')
 	[ "$sb" = "bpffs=rw sysfs=ro cgroup=ro etc=ro var-lib=rw sysctl=ro home=0-entries " ] &&

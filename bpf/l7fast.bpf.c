@@ -719,10 +719,9 @@ int l7_resp_skb(struct __sk_buff *skb)
  * so framing cannot be trusted there.) An skb cannot be split, so whatever
  * would need splitting is handed to the slow path instead: a head that is
  * incomplete or followed by more bytes, or data arriving while a response is
- * pending. The one exception is the end of a body followed by the next
- * request (pipelining): the body's end is trimmed off and forwarded, and the
- * client connection closes after the response (clients retry what a closed
- * pipelined connection did not answer, RFC 9112 9.3.2).
+ * pending. The body of a request passed to the slow path is followed skb by
+ * skb; an skb holding its end and the next request makes the connection the
+ * slow path's.
  */
 /* The rest of a slow-path request's body: the daemon's. */
 static __always_inline int l7_req_body_skb(struct __sk_buff *skb, struct l7_conn *c,

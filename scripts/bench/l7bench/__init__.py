@@ -1,0 +1,1 @@
+"""l7fast's benchmark harness (scripts/bench/run.sh is the entry point)."""

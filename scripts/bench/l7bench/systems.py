@@ -1,0 +1,345 @@
+"""The systems under test, each started per scenario with that scenario's
+policy, and the backend they all forward to.
+
+Placement (see docs/bench.md): the load generator runs on the client CPUs,
+everything else (backend, proxy or l7fastd) on the server CPUs. Sockets are
+"local" to l7fast when the process creating them is in that l7fast
+instance's cgroup (where l7fastd attaches sockops).
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from . import policies
+from .env import free_port, proc_status, wait_port
+from .policies import Ctx
+
+ROOT = Path(__file__).resolve().parents[3]
+COUNTERS = ["requests_kernel", "requests_user", "responses_kernel", "responses_relayed",
+            "budget_relay", "scratch_busy", "close_events"]
+REASONS = ["none", "no_conn", "user_mode", "incomplete", "too_big", "parse", "unsupported",
+           "no_route", "route_user", "pool_miss", "pipelined", "redirect", "user_pending",
+           "disabled"]
+
+DESCRIPTIONS = {
+    "direct": "direct client→backend (no proxy): the floor",
+    "l7fast-local": "l7fast kernel path, local→local (client, l7fastd and backend in the "
+                    "l7fast cgroup: SK_MSG socket-to-socket, no TCP)",
+    "l7fast-proxied": "l7fast kernel path, proxied to a TCP upstream (client in the cgroup, "
+                      "backend outside: SK_MSG to the pooled upstream, responses via SK_SKB)",
+    "l7fast-remote": "l7fast kernel path, remote client (client outside the cgroup: SK_SKB on "
+                     "the accepted socket; backend in the cgroup)",
+    "l7fast-slow": "l7fast slow path forced (kernel_dataplane = false: every request in "
+                   "l7fastd's user-space proxy)",
+    "haproxy": "HAProxy, 1 thread, keep-alive both sides (http-reuse always)",
+    "nginx": "nginx, 1 worker, proxy_pass with upstream keepalive",
+}
+ALL = list(DESCRIPTIONS)
+
+
+def tool_version(argv, pattern):
+    try:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+        m = re.search(pattern, r.stdout + r.stderr)
+        return m.group(1) if m else None
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def l7fastd_path():
+    build = Path(os.environ.get("L7FAST_BUILD", ROOT / "build"))
+    return build / "daemon" / "l7fastd"
+
+
+class Backend:
+    """nginx answering 200 "ok" on four ports (four endpoints for the hash)."""
+
+    def __init__(self, world, name, cgroup):
+        self.world = world
+        self.workdir = world.workdir / f"backend-{name}"
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.ports = [free_port() for _ in range(4)]
+        conf = self.workdir / "nginx.conf"
+        conf.write_text(policies.nginx.render_backend(self.ports, Ctx(0, [], self.workdir)))
+        self.proc = world.spawn(["nginx", "-e", str(self.workdir / "stderr.log"), "-p",
+                                 str(self.workdir), "-c", str(conf)],
+                                cgroup, world.server_cpus, self.workdir / "stdout.log")
+        for p in self.ports:
+            if not wait_port(p, proc=self.proc):
+                raise RuntimeError(f"backend {name} did not start: "
+                                   f"{(self.workdir / 'stderr.log').read_text()[-500:]}")
+
+    @property
+    def endpoints(self):
+        return [("127.0.0.1", p) for p in self.ports]
+
+    def stop(self):
+        self.world.stop(self.proc)
+
+
+class System:
+    kind = ""
+    template = None
+
+    def __init__(self, world, name, outside_backend):
+        self.world = world
+        self.name = name
+        self.description = DESCRIPTIONS[name]
+        self.outside_backend = outside_backend
+        self.client_cgroup = world.child_cgroup("outside")
+        self.proc = None
+        self.port = None
+        self.workdir = None
+        self.config_text = ""
+
+    def unavailable(self, policy):
+        return policies.unavailable(self.template, policy) if self.template else None
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def setup(self):
+        """Once per run (backends of their own)."""
+
+    def start(self, sc, index):
+        self.launch(sc, index)
+        self.wait_ready()
+
+    def launch(self, sc, index):
+        """Starts the system with the scenario's policy; wait_ready() waits
+        for it (launching every system first overlaps their start-up)."""
+        raise NotImplementedError
+
+    def wait_ready(self):
+        if not wait_port(self.port, proc=self.proc):
+            raise RuntimeError(f"{self.name} did not start: {self.log_tail()}")
+
+    def log_tail(self, n=800):
+        try:
+            return self.log_path.read_text()[-n:]
+        except (OSError, AttributeError):
+            return ""
+
+    def stop(self):
+        if self.proc is not None:
+            self.world.stop(self.proc)
+            self.proc = None
+
+    def teardown(self):
+        self.stop()
+
+    def counters(self):
+        return None
+
+    def rss(self):
+        """Resident memory of the system's processes (bytes), by pid."""
+        if self.proc is None:
+            return {}
+        pids = [self.proc.pid]
+        try:
+            pids += [int(x) for x in
+                     Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text().split()]
+        except OSError:
+            pass
+        return {pid: proc_status(pid) for pid in pids}
+
+    def _workdir(self, sc, index):
+        d = self.world.workdir / self.name / f"{index:02d}-{sc.group}-{sc.x}".replace(" ", "_")
+        d.mkdir(parents=True, exist_ok=True)
+        self.workdir = d
+        return d
+
+
+class Direct(System):
+    kind = "direct"
+
+    def launch(self, sc, index):
+        self._workdir(sc, index)
+        self.port = self.outside_backend.ports[0]
+
+    def wait_ready(self):
+        pass
+
+    def stop(self):
+        pass
+
+
+class HAProxy(System):
+    kind = "haproxy"
+    template = policies.haproxy
+
+    def launch(self, sc, index):
+        d = self._workdir(sc, index)
+        self.port = free_port()
+        self.config_text = self.template.render(
+            sc.policy, Ctx(self.port, self.outside_backend.endpoints, d))
+        (d / "haproxy.cfg").write_text(self.config_text)
+        self.log_path = d / "haproxy.log"
+        self.proc = self.world.spawn(["haproxy", "-db", "-f", str(d / "haproxy.cfg")],
+                                     self.world.child_cgroup("outside"), self.world.server_cpus,
+                                     self.log_path)
+
+
+class Nginx(System):
+    kind = "nginx"
+    template = policies.nginx
+
+    def launch(self, sc, index):
+        d = self._workdir(sc, index)
+        self.port = free_port()
+        self.config_text = self.template.render(
+            sc.policy, Ctx(self.port, self.outside_backend.endpoints, d))
+        (d / "nginx.conf").write_text(self.config_text)
+        self.log_path = d / "stderr.log"
+        self.proc = self.world.spawn(["nginx", "-e", str(self.log_path), "-p", str(d),
+                                      "-c", str(d / "nginx.conf")],
+                                     self.world.child_cgroup("outside"), self.world.server_cpus,
+                                     d / "stdout.log")
+
+
+class L7fast(System):
+    """l7fastd in a cgroup of its own. Variants:
+    local   client and backend in the cgroup
+    proxied client in the cgroup, backend outside (TCP upstream)
+    remote  client outside, backend in the cgroup
+    slow    kernel_dataplane = false (client and backend outside)
+    """
+    kind = "l7fast"
+    template = policies.l7fast
+
+    def __init__(self, world, name, outside_backend):
+        super().__init__(world, name, outside_backend)
+        self.variant = name.split("-", 1)[1]
+        self.cgroup = world.child_cgroup(name)
+        if self.variant in ("local", "proxied"):
+            self.client_cgroup = self.cgroup
+        self.backend = None
+        self.notify = None
+        self.bpffs = None
+        self.daemon_settings = ""
+        if self.variant == "slow":
+            self.daemon_settings = "kernel_dataplane = false\n"
+
+    def setup(self):
+        if self.variant in ("local", "remote"):
+            self.backend = Backend(self.world, self.name, self.cgroup)
+
+    @property
+    def endpoints(self):
+        return (self.backend or self.outside_backend).endpoints
+
+    def render(self, policy, endpoints=None):
+        header = (f'[daemon]\ncgroup = "{self.cgroup.path}"\nbpffs = "{self.bpffs}"\n'
+                  f"{self.daemon_settings}\n")
+        return self.template.render(policy, Ctx(self.port, endpoints or self.endpoints,
+                                                self.workdir, header))
+
+    def launch(self, sc, index):
+        d = self._workdir(sc, index)
+        self.port = free_port()
+        self.bpffs = self.world.bpffs_dir(f"{self.name}-{index}")
+        self.config_text = self.render(sc.policy)
+        self.policy_file = d / "policy.toml"
+        self.policy_file.write_text(self.config_text)
+        notify_path = d / "notify.sock"
+        notify_path.unlink(missing_ok=True)
+        self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.notify.bind(str(notify_path))
+        env = dict(os.environ, NOTIFY_SOCKET=str(notify_path))
+        env.pop("JOURNAL_STREAM", None)
+        self.log_path = d / "l7fastd.log"
+        self.t_launch = time.monotonic()
+        self.proc = self.world.spawn([str(l7fastd_path()), "--config", str(self.policy_file),
+                                      "--policy-dir", str(d / "policy.d"), "--no-dbus"],
+                                     self.cgroup, self.world.server_cpus, self.log_path,
+                                     env=env)
+
+    def wait_ready(self):
+        self.wait_notify("READY=1", 60)
+        self.startup_s = time.monotonic() - self.t_launch
+
+    def wait_notify(self, needle, timeout=30.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"l7fastd exited with {self.proc.returncode}: "
+                                   f"{self.log_tail()}")
+            self.notify.settimeout(max(0.05, min(0.5, deadline - time.monotonic())))
+            try:
+                msg = self.notify.recv(4096).decode()
+            except socket.timeout:
+                continue
+            if needle in msg:
+                return msg
+        raise RuntimeError(f"l7fastd did not notify {needle!r}: {self.log_tail()}")
+
+    def reload(self, policy_text):
+        """Writes the policy and sends SIGHUP; returns (seconds from SIGHUP to
+        READY=1, the READY notification)."""
+        self.policy_file.write_text(policy_text)
+        t0 = time.monotonic()
+        self.proc.send_signal(signal.SIGHUP)
+        msg = self.wait_notify("READY=1", 30)
+        return time.monotonic() - t0, msg
+
+    def counters(self):
+        if self.variant == "slow" or self.proc is None:
+            return None
+        r = subprocess.run(["bpftool", "-j", "map", "dump", "pinned",
+                            f"{self.bpffs}/maps/l7_counters"], capture_output=True, text=True)
+        if r.returncode != 0:
+            return None
+        out = {}
+        for e in json.loads(r.stdout):
+            f = e.get("formatted", e)
+            k = f["key"]
+            total = sum(v["value"] for v in f["values"])
+            name = COUNTERS[k] if k < len(COUNTERS) else (
+                "slow_path_" + (REASONS[k - len(COUNTERS)] if k - len(COUNTERS) < len(REASONS)
+                                else str(k)))
+            out[name] = total
+        return out
+
+    def stop(self):
+        if self.proc is not None:
+            self.world.stop(self.proc)
+            self.proc = None
+        if self.notify is not None:
+            self.notify.close()
+            self.notify = None
+        if self.bpffs is not None:
+            shutil.rmtree(self.bpffs, ignore_errors=True)
+
+    def teardown(self):
+        self.stop()
+        if self.backend:
+            self.backend.stop()
+
+
+def make(world, name, outside_backend):
+    if name == "direct":
+        return Direct(world, name, outside_backend)
+    if name == "haproxy":
+        return HAProxy(world, name, outside_backend)
+    if name == "nginx":
+        return Nginx(world, name, outside_backend)
+    if name.startswith("l7fast-") and name.split("-", 1)[1] in ("local", "proxied", "remote",
+                                                               "slow"):
+        return L7fast(world, name, outside_backend)
+    raise ValueError(f"unknown system {name!r}; known: {', '.join(ALL)}")
+
+
+def versions():
+    return {
+        "haproxy": tool_version(["haproxy", "-v"], r"version (\S+)"),
+        "nginx": tool_version(["nginx", "-v"], r"nginx/(\S+)"),
+        "wrk": tool_version(["wrk", "-v"], r"wrk (\S+)"),
+        "l7fastd": tool_version([str(l7fastd_path()), "--version"], r"(\d+\.\d+\S*)"),
+    }

@@ -1,0 +1,185 @@
+"""The benchmark harness keeps working: every system's configuration of every
+scenario of the full plan is valid for its system, and a smoke run (1 s per
+run, one round, direct and l7fast local→local) writes results that parse,
+cleans up after itself and leaves no kernel warnings."""
+import csv
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCH = ROOT / "scripts" / "bench"
+sys.path.insert(0, str(BENCH))
+
+from l7bench import policies, scenarios, systems  # noqa: E402
+from l7bench.policies import Ctx  # noqa: E402
+
+FULL_PLAN = scenarios.build_plan("full", systems.ALL)
+POLICIES = {s.key: s.policy for s in FULL_PLAN.scenarios}
+ENDPOINTS = [("127.0.0.1", 9101 + i) for i in range(4)]
+
+
+def need(tool):
+    path = shutil.which(tool) or (f"/usr/sbin/{tool}" if os.path.exists(f"/usr/sbin/{tool}") else None)
+    if path is None:
+        pytest.skip(f"{tool} not installed (scripts/bench/run.sh installs it)")
+    return path
+
+
+@pytest.mark.parametrize("key", list(POLICIES))
+def test_haproxy_accepts_every_policy(key, tmp_path):
+    haproxy = need("haproxy")
+    cfg = tmp_path / "haproxy.cfg"
+    cfg.write_text(policies.haproxy.render(POLICIES[key], Ctx(18080, ENDPOINTS, tmp_path)))
+    r = subprocess.run([haproxy, "-c", "-f", str(cfg)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("key", list(POLICIES))
+def test_nginx_accepts_every_policy(key, tmp_path):
+    nginx = need("nginx")
+    pol = POLICIES[key]
+    if policies.unavailable(policies.nginx, pol):
+        pytest.skip("n/a for nginx")
+    cfg = tmp_path / "nginx.conf"
+    cfg.write_text(policies.nginx.render(pol, Ctx(18080, ENDPOINTS, tmp_path)))
+    r = subprocess.run([nginx, "-t", "-e", str(tmp_path / "err.log"), "-p", str(tmp_path),
+                        "-c", str(cfg)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("key", list(POLICIES))
+def test_l7fastd_accepts_every_policy_it_can_express(key, tmp_path):
+    l7fastd = systems.l7fastd_path()
+    if not l7fastd.exists():
+        pytest.skip(f"{l7fastd} not built")
+    pol = POLICIES[key]
+    if policies.unavailable(policies.l7fast, pol):
+        pytest.skip("n/a for l7fast")
+    header = f'[daemon]\ncgroup = "/sys/fs/cgroup"\nbpffs = "/sys/fs/bpf/l7fast-bench-check"\n'
+    cfg = tmp_path / "policy.toml"
+    cfg.write_text(policies.l7fast.render(pol, Ctx(18080, ENDPOINTS, tmp_path, header)))
+    r = subprocess.run([str(l7fastd), "--check", "--config", str(cfg), "--policy-dir",
+                        str(tmp_path / "policy.d")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_unavailable_features_are_declared_not_silently_dropped():
+    top = scenarios.COMPLEXITY[-1][1]
+    assert policies.unavailable(policies.haproxy, top) is None
+    assert "jwt" in policies.unavailable(policies.nginx, top)
+    why = policies.unavailable(policies.l7fast, top)
+    assert "not yet implemented" in why
+    assert policies.unavailable(policies.l7fast, scenarios.MAIN) is None
+
+
+def test_requests_have_the_sizes_the_sweeps_say():
+    for size in (1024, 2048, 8192, 16384):
+        sc = scenarios.Scenario("header_bytes", size, scenarios.MAIN, size)
+        method, path, headers = scenarios.request_for(sc)
+        head = len(f"{method} {path} HTTP/1.1\r\n") + sum(len(k) + len(v) + 4 for k, v in headers) + 2
+        assert size - 8 <= head <= size
+        assert all(len(v) <= 1000 for _, v in headers)
+    for n in (1, 1000):
+        sc = scenarios.Scenario("routes", n, scenarios.Policy(routes=n))
+        assert scenarios.request_for(sc)[1].startswith(scenarios.route_prefix(n - 1))
+
+
+def test_jwt_tokens_verify_and_have_the_requested_size():
+    import base64
+    import hashlib
+    import hmac
+    for size in (256, 512, 1024, 1536):
+        tok = scenarios.jwt_token(size)
+        assert abs(len(tok) - size) <= 8, (size, len(tok))
+        signing, sig = tok.rsplit(".", 1)
+        want = hmac.new(scenarios.JWT_SECRET.encode(), signing.encode(), hashlib.sha256).digest()
+        assert base64.urlsafe_b64decode(sig + "=" * (-len(sig) % 4)) == want
+
+
+def test_perf_report_lines_are_categorised():
+    from l7bench import profile
+    text = """
+    20.00%  wrk        [kernel.kallsyms]  [k] tcp_sendmsg_locked
+    10.00%  wrk        [kernel.kallsyms]  [k] bpf_prog_3f2a_l7_req_msg
+     5.00%  nginx      nginx              [.] ngx_http_parse_request_line
+    50.00%  swapper    [kernel.kallsyms]  [k] pv_native_safe_halt
+     5.00%  kworker/0:1-ev  [kernel.kallsyms]  [k] sk_psock_backlog
+"""
+    s = profile.summarize(profile.parse_report(text))
+    assert round(s["by_category"]["BPF programs (l7fast data plane)"]) == 25
+    assert round(s["by_category"]["TCP/IP + loopback"]) == 50
+    assert "swapper" not in s["by_comm"]
+    assert round(s["by_comm"]["kworker"]) == 12
+
+
+def smoke_skip_reason():
+    if os.geteuid() != 0:
+        return "needs root (BPF, cgroups)"
+    for tool in ("wrk", "nginx", "bpftool"):
+        if shutil.which(tool) is None and not os.path.exists(f"/usr/sbin/{tool}"):
+            return f"{tool} not installed (scripts/bench/run.sh installs it)"
+    if not systems.l7fastd_path().exists():
+        return f"{systems.l7fastd_path()} not built"
+    return None
+
+
+def test_smoke_run_writes_results_and_cleans_up():
+    reason = smoke_skip_reason()
+    if reason:
+        pytest.skip(reason)
+    dmesg_before = subprocess.run(["dmesg"], capture_output=True, text=True).stdout.splitlines()
+    with tempfile.TemporaryDirectory(prefix="l7bench-smoke-") as out:
+        r = subprocess.run([str(BENCH / "run.sh"), "--smoke", "--out", out],
+                           capture_output=True, text=True, timeout=180,
+                           env=dict(os.environ, L7BENCH_NO_INSTALL="1"))
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+        out = Path(out)
+        summary = (out / "summary.md").read_text()
+        for section in ("## Targets", "## Standard policy", "## Sweep: number of routes",
+                        "## Control plane"):
+            assert section in summary, section
+
+        rows = list(csv.DictReader(open(out / "runs.csv")))
+        assert {r["system"] for r in rows} == {"direct", "l7fast-local"}
+        assert all(float(r["rps"]) > 0 for r in rows), rows
+        assert all(float(r["cpu_us_per_req"]) > 0 for r in rows)
+        l7 = [r for r in rows if r["system"] == "l7fast-local"]
+        assert all(r["kernel_share"] not in ("", None) for r in l7)
+        assert any(float(r["kernel_share"]) > 0.5 for r in l7), "no request took the kernel path"
+
+        results = json.loads((out / "results.json").read_text())
+        assert results["plan"]["mode"] == "smoke"
+        assert results["targets"]
+        agg = [a for a in results["aggregate"] if a["scenario"] == "main=standard"]
+        assert {(a["system"], a["conns"]) for a in agg} == {
+            (s, c) for s in ("direct", "l7fast-local") for c in (1, 4)}
+        reload = list(csv.DictReader(open(out / "reload.csv")))
+        assert reload and float(reload[0]["reload_ms_median"]) > 0, reload
+
+        try:
+            import matplotlib  # noqa: F401
+            for png in ("standard.png", "sweep-routes.png", "sweep-header_bytes.png"):
+                assert (out / png).read_bytes()[:4] == b"\x89PNG", png
+        except ImportError:
+            pass
+
+        tag = results["env"]["run_tag"]
+        assert re.fullmatch(r"l7fast-bench-\d+", tag)
+        from l7bench.env import cgroup2_root
+        assert not (cgroup2_root() / tag).exists(), "cgroup left behind"
+        leftovers = [p for p in Path("/sys/fs/bpf").iterdir() if p.name.startswith(tag)]
+        assert not leftovers, leftovers
+        procs = subprocess.run(["pgrep", "-f", str(out)], capture_output=True, text=True).stdout
+        assert procs.strip() == "", f"processes left running: {procs}"
+    dmesg_after = subprocess.run(["dmesg"], capture_output=True, text=True).stdout.splitlines()
+    warnings = [l for l in dmesg_after[len(dmesg_before):]
+                if re.search(r"WARNING|BUG|Oops|general protection|refcount_t|RIP:", l)]
+    assert not warnings, "kernel warnings during the smoke run:\n" + "\n".join(warnings)

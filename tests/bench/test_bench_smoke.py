@@ -74,7 +74,7 @@ def test_l7fastd_accepts_every_policy_it_can_express(key, tmp_path):
 def test_unavailable_features_are_declared_not_silently_dropped():
     top = scenarios.COMPLEXITY[-1][1]
     assert policies.unavailable(policies.haproxy, top) is None
-    assert "jwt" in policies.unavailable(policies.nginx, top)
+    assert "JWT" in policies.unavailable(policies.nginx, top)
     why = policies.unavailable(policies.l7fast, top)
     assert "not yet implemented" in why
     assert policies.unavailable(policies.l7fast, scenarios.MAIN) is None
@@ -107,13 +107,15 @@ def test_jwt_tokens_verify_and_have_the_requested_size():
 def test_perf_report_lines_are_categorised():
     from l7bench import profile
     text = """
-    20.00%  wrk        [kernel.kallsyms]  [k] tcp_sendmsg_locked
-    10.00%  wrk        [kernel.kallsyms]  [k] bpf_prog_3f2a_l7_req_msg
-     5.00%  nginx      nginx              [.] ngx_http_parse_request_line
-    50.00%  swapper    [kernel.kallsyms]  [k] pv_native_safe_halt
-     5.00%  kworker/0:1-ev  [kernel.kallsyms]  [k] sk_psock_backlog
+    20.00%  101:wrk        [kernel.kallsyms]  [k] tcp_sendmsg_locked
+    10.00%  101:wrk        bpf_prog_3f2a_l7_req_msg  [k] bpf_prog_3f2a_l7_req_msg
+     5.00%  102:nginx      nginx              [.] ngx_http_parse_request_line
+    50.00%  0:swapper    [kernel.kallsyms]  [k] pv_native_safe_halt
+     5.00%  7:kworker/0:1-ev  [kernel.kallsyms]  [k] sk_psock_backlog
+    40.00%  999:qemu-system-x86  qemu-system-x86_64  [.] qht_lookup_custom
 """
-    s = profile.summarize(profile.parse_report(text))
+    s = profile.summarize(profile.parse_report(text), ours={101, 102, 7})
+    assert round(s["foreign_share_of_busy"]) == 50
     assert round(s["by_category"]["BPF programs (l7fast data plane)"]) == 25
     assert round(s["by_category"]["TCP/IP + loopback"]) == 50
     assert "swapper" not in s["by_comm"]

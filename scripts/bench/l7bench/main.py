@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import control, profile, report, scenarios, systems
+from . import control, policies, profile, report, scenarios, systems
 from .env import World
 from .load import diagnose, measure, request_head_bytes, start_wrk, write_request_file
 
@@ -114,7 +114,8 @@ def preflight(names):
 
 def plan_dict(plan):
     return {
-        "mode": plan.mode, "duration": plan.duration, "warmup": plan.warmup,
+        "mode": plan.mode, "duration": plan.duration, "sweep_duration": plan.sweep_duration,
+        "warmup": plan.warmup,
         "systems": list(plan.systems),
         "main_conns": list(next(s.conns for s in plan.scenarios if s.group == "main")),
         "reload_routes": list(plan.reload_routes), "reload_count": plan.reload_count,
@@ -126,10 +127,19 @@ def plan_dict(plan):
     }
 
 
+def unavailable(name, policy):
+    kind = name.split("-")[0]
+    module = {"l7fast": policies.l7fast, "haproxy": policies.haproxy,
+              "nginx": policies.nginx}.get(kind)
+    return policies.unavailable(module, policy) if module else None
+
+
 def estimate_s(plan):
-    runs = sum(s.rounds * len(s.conns) * len(plan.systems) for s in plan.scenarios)
-    t = runs * (plan.duration + 0.4)
-    t += len(plan.scenarios) * len(plan.systems) * (plan.warmup + 0.6)
+    t = 0
+    for s in plan.scenarios:
+        n = sum(1 for sy in plan.systems if not unavailable(sy, s.policy))
+        d = plan.duration if s.group == "main" else plan.sweep_duration
+        t += s.rounds * len(s.conns) * n * (d + 0.4) + plan.warmup + 2.5
     t += len(plan.reload_routes) * (plan.reload_count * 0.5 + 4)
     t += len([s for s in PROFILED if s in plan.systems]) * (plan.profile_seconds + 8) \
         if plan.profile_seconds else 0
@@ -165,7 +175,8 @@ def run(args):
     outdir.mkdir(parents=True, exist_ok=True)
     dmesg_start = dmesg_lines()
     results = {"env": environment(server, client), "plan": plan_dict(plan), "rows": [],
-               "cells": {}, "notes": [], "reload": [], "rss": {}, "profiles": {}, "diagnostics": {}}
+               "cells": {}, "notes": [], "reload": [], "rss": {}, "profiles": {}, "diagnostics": {},
+               "daemon_messages": {}}
     (outdir / "environment.json").write_text(json.dumps(results["env"], indent=1))
 
     def log(msg):
@@ -177,6 +188,7 @@ def run(args):
     configs = outdir / "configs"
     total = sum(s.rounds * len(s.conns) * len(plan.systems) for s in plan.scenarios)
     done = 0
+    diagnosed = set()
 
     def start_failed(s, e):
         nonlocal done
@@ -222,18 +234,21 @@ def run(args):
                 results["cells"][(sc.key, s.name)] = {"status": "ok"}
                 active.append(s)
             if plan.warmup:
-                for s in active:
-                    w = start_wrk(world, s, max(sc.conns), plan.warmup, req,
-                                  world.workdir / "warmup.json", world.workdir / "warmup.log")
+                # not measured: all systems at once (pools filled, caches warm)
+                warm = [start_wrk(world, s, max(sc.conns), plan.warmup, req,
+                                  world.workdir / f"warmup-{s.name}.json",
+                                  world.workdir / "warmup.log") for s in active]
+                for w in warm:
                     w.wait(plan.warmup + 30)
                     world.stop(w)
+            duration = plan.duration if sc.group == "main" else plan.sweep_duration
             for rnd in range(sc.rounds):
                 for c in sc.conns:
                     for s in active:
                         done += 1
                         tag = f"{idx:02d}-{s.name}-c{c}-r{rnd}"
                         try:
-                            row = measure(world, s, sc, c, plan.duration, req, world.workdir, tag)
+                            row = measure(world, s, sc, c, duration, req, world.workdir, tag)
                         except Exception as e:
                             results["notes"].append(f"{sc.key} {s.name} c{c} round {rnd}: {e}"[:400])
                             log(f"  {done}/{total} {s.name} c{c} r{rnd}: FAILED: {e}")
@@ -248,13 +263,14 @@ def run(args):
                             + (f"  {row['failed']} failed" if row["failed"] else "")
                             + (f"  kernel {100 * ks:.0f}%" if ks is not None else "")
                             + ("  (noisy)" if row["foreign_cpu_share"] > report.NOISY else ""))
+            # what the failures were: once per system and connection count
             failing = sorted({(r["system"], r["conns"]) for r in results["rows"]
-                              if r["scenario"] == sc.key and r["failed"]})
+                              if r["scenario"] == sc.key and r["failed"]} - diagnosed)
             for name, c in failing:
+                diagnosed.add((name, c))
                 s = next(o for o in active if o.name == name)
                 try:
-                    d = diagnose(world, s, c, max(1, min(2, plan.duration)), req, world.workdir,
-                                 f"{idx:02d}-{name}-c{c}")
+                    d = diagnose(world, s, c, 1, req, world.workdir, f"{idx:02d}-{name}-c{c}")
                     results["diagnostics"][f"{sc.key} {name} c{c}"] = d
                     log(f"  {name} c{c} failures: {d}")
                 except Exception as e:
@@ -301,6 +317,9 @@ def run(args):
                         s.stop()
         for s in objs:
             s.teardown()
+            if getattr(s, "messages", None):
+                results["daemon_messages"][s.name] = dict(
+                    sorted(s.messages.items(), key=lambda kv: -kv[1])[:12])
         backend.stop()
 
     results["elapsed_s"] = time.monotonic() - t0

@@ -3,12 +3,16 @@
 This VM has no hardware PMU (`perf stat -e instructions` says "not
 supported"), so profiles sample the cpu-clock software event. JIT-ed BPF
 programs show up as bpf_prog_<tag>_<name> when net.core.bpf_jit_kallsyms=1.
+The machine may be shared (other l7fastd instances, even their own wrk and
+nginx): only samples of the benchmark's threads and of kernel threads count.
 """
 import re
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
+from .env import kthread_ticks
 from .load import start_wrk
 
 IDLE = re.compile(r"^(default_idle|cpu_idle|native_safe_halt|pv_native_safe_halt|"
@@ -50,18 +54,27 @@ def perf_usable():
 
 
 def parse_report(text):
-    """Rows (percent, comm, dso, symbol) of `perf report --sort comm,dso,sym`."""
+    """Rows (percent, tid, comm, dso, symbol) of `perf report --sort
+    pid,dso,sym` (tid None when the report has no pid column)."""
     rows = []
     for line in text.splitlines():
-        m = re.match(r"\s*([\d.]+)%\s+(\S+(?: \S+)*?)\s{2,}(\S+)\s+\[(.)\]\s+(.*\S)", line)
+        m = re.match(r"\s*([\d.]+)%\s+(?:(\d+):)?(\S+(?: \S+)*?)\s{2,}(\S+)\s+\[(.)\]\s+(.*\S)",
+                     line)
         if m:
-            rows.append((float(m.group(1)), m.group(2), m.group(3), m.group(5).strip()))
+            tid = int(m.group(2)) if m.group(2) is not None else None
+            rows.append((float(m.group(1)), tid, m.group(3), m.group(4), m.group(6).strip()))
     return rows
 
 
-def summarize(rows):
-    busy = [(p, c, d, s) for p, c, d, s in rows
-            if not (c.startswith("swapper") and IDLE.match(s)) and not IDLE.match(s)]
+def summarize(rows, ours=None):
+    """Shares of non-idle samples; with `ours` (a set of thread ids), samples
+    of other threads (other tenants of the machine) are left out and their
+    share reported."""
+    rows = [r for r in rows if not IDLE.match(r[4])]
+    all_busy = sum(r[0] for r in rows) or 1.0
+    if ours is not None:
+        rows = [r for r in rows if r[1] is None or r[1] == 0 or r[1] in ours]
+    busy = [(p, c, d, s) for p, _, c, d, s in rows]
     total = sum(r[0] for r in busy) or 1.0
     by_comm, by_cat = {}, {}
     for p, comm, dso, sym in busy:
@@ -75,7 +88,8 @@ def summarize(rows):
     norm = lambda d: dict(sorted(((k, 100 * v / total) for k, v in d.items()),
                                  key=lambda kv: -kv[1]))
     top = sorted(busy, key=lambda r: -r[0])[:20]
-    return {"by_comm": norm(by_comm), "by_category": norm(by_cat),
+    return {"foreign_share_of_busy": 100 * (1 - total / all_busy),
+            "by_comm": norm(by_comm), "by_category": norm(by_cat),
             "top_symbols": [{"percent_of_busy": 100 * p / total, "comm": c, "dso": d, "symbol": s}
                             for p, c, d, s in top]}
 
@@ -89,12 +103,19 @@ def profile_system(world, system, sc, request_file, seconds, outdir, conns=32):
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wrk = start_wrk(world, system, conns, seconds, request_file, result,
                     outdir / f"perf-{system.name}-wrk.log")
+    time.sleep(min(0.5, seconds / 4))
+    ours = set(kthread_ticks())
+    for d in [world.cgroup.path] + [p for p in world.cgroup.path.rglob("*") if p.is_dir()]:
+        try:
+            ours |= {int(t) for t in (d / "cgroup.threads").read_text().split()}
+        except OSError:
+            pass
     wrk.wait(seconds + 30)
     world.stop(wrk)
     perf.wait(seconds + 60)
     rep = subprocess.run(["perf", "report", "-i", str(data), "--stdio", "--no-children",
-                          "--sort", "comm,dso,sym", "--percent-limit", "0.05"],
+                          "--sort", "pid,dso,sym", "--percent-limit", "0.02"],
                          capture_output=True, text=True, timeout=300)
     (outdir / f"perf-{system.name}.txt").write_text(rep.stdout)
     data.unlink(missing_ok=True)
-    return summarize(parse_report(rep.stdout))
+    return summarize(parse_report(rep.stdout), ours)

@@ -236,7 +236,8 @@ def summary_md(results, plot_files):
     L.append(f"- commit `{env.get('commit')}`{' (dirty tree)' if env.get('dirty') else ''}; "
              f"kernel {env['kernel']}; {env['cpu_model']}, {env['ncpu']} CPUs; "
              f"{', '.join(f'{k} {v}' for k, v in env['versions'].items() if v)}")
-    L.append(f"- load: wrk 1 thread, keep-alive, {plan['duration']} s per run "
+    L.append(f"- load: wrk 1 thread, keep-alive, {plan['duration']} s per run of the standard "
+             f"policy, {plan['sweep_duration']} s in the sweeps "
              f"(+{plan['warmup']} s warm-up per system and scenario), rounds interleaved "
              f"(every system once per round, in turn), medians over rounds; ratios are medians "
              f"of per-round ratios (same round, same connection count)")
@@ -347,7 +348,9 @@ def summary_md(results, plot_files):
             comms = ", ".join(f"{k} {v:.0f}%" for k, v in list(p["by_comm"].items())[:6])
             syms = ", ".join(f"{t['symbol']} ({t['comm']}) {t['percent_of_busy']:.1f}%"
                              for t in p["top_symbols"][:6])
-            L.append(f"- **{s}** — by kind: {cats}. By process: {comms}. Top symbols: {syms}.")
+            L.append(f"- **{s}** — by kind: {cats}. By process: {comms}. Top symbols: {syms}."
+                     f" (Other tenants' samples left out: {p.get('foreign_share_of_busy', 0):.0f}%"
+                     f" of the machine's busy samples.)")
         L.append("\nFull reports: `perf-<system>.txt` (shares are of non-idle samples).\n")
     if results.get("kernel_warnings"):
         L.append("## Kernel warnings during the run\n")
@@ -360,15 +363,30 @@ def summary_md(results, plot_files):
                  "wrk run recorded the failed responses (status and start of the body); "
                  "socket errors and timeouts (requests stuck for 2 s) are wrk's counts.\n")
         for k, d in results["diagnostics"].items():
+            errs = {k2: v for k2, v in (d.get("errors") or {}).items() if v}
+            if not errs and not d["statuses"]:
+                L.append(f"- **{k}**: no failure in the {d['seconds']} s diagnosis run "
+                         f"(intermittent; see what l7fastd logged below)")
+                continue
             L.append(f"- **{k}**: in {d['seconds']} s, {d.get('requests', '?')} requests, "
-                     f"errors {d.get('errors')}, failed statuses {d['statuses'] or 'none'}"
+                     f"errors {errs}, failed statuses {d['statuses'] or 'none'}"
                      + (f"; e.g. `{d['examples'][0]}`" if d["examples"] else ""))
         L.append("")
-    na = sorted({(k[0], k[1], v.get("reason")) for k, v in cells.items()
-                 if v.get("status") in ("n/a", "failed")})
+    if results.get("daemon_messages"):
+        L.append("## What l7fastd logged (other than start, reload and stop)\n")
+        L.append("Counts over the whole run (all scenarios, the reload and profile runs); "
+                 "numbers and addresses blanked.\n")
+        for s, msgs in results["daemon_messages"].items():
+            L.append(f"- **{s}**:")
+            L += [f"  - {n} × `{m}`" for m, n in msgs.items()]
+        L.append("")
+    na = {}
+    for (sc, sy), v in cells.items():
+        if v.get("status") in ("n/a", "failed"):
+            na.setdefault((sy, v.get("reason")), []).append(sc)
     if na:
         L.append("## Not measured\n")
-        L += [f"- {sc} / {sy}: {why}" for sc, sy, why in na]
+        L += [f"- **{sy}** — {why}: {', '.join(scs)}" for (sy, why), scs in sorted(na.items())]
         L.append("")
     if results.get("notes"):
         L.append("## Notes\n")

@@ -141,7 +141,8 @@ SWEEP_AXES = {
 @dataclass
 class Plan:
     mode: str
-    duration: int             # seconds per measured run
+    duration: int             # seconds per measured run of the standard policy
+    sweep_duration: int       # seconds per measured run of the sweeps
     warmup: int               # seconds of warm-up per system and scenario
     scenarios: list = field(default_factory=list)
     reload_routes: tuple = (1, 100, 1000)
@@ -153,7 +154,7 @@ class Plan:
 
 def build_plan(mode, systems, duration=None, rounds=None, conns=None, sweeps=None):
     if mode == "full":
-        plan = Plan(mode, duration or 5, 1, profile_seconds=5)
+        plan = Plan(mode, duration or 5, duration or 4, 1, profile_seconds=5)
         main_rounds, sweep_rounds = rounds or 5, rounds or 3
         main_conns = tuple(conns or (1, 32))
         hdr = [0, 1024, 2048, 4096, 8192, 16384]
@@ -162,16 +163,17 @@ def build_plan(mode, systems, duration=None, rounds=None, conns=None, sweeps=Non
         jwt = [256, 512, 1024, 1536]
         levels = COMPLEXITY
     elif mode == "short":
-        plan = Plan(mode, duration or 2, 1, reload_routes=(1, 1000), reload_count=5)
+        plan = Plan(mode, duration or 2, duration or 2, 1, reload_routes=(1, 1000),
+                    reload_count=5)
         main_rounds, sweep_rounds = rounds or 3, rounds or 1
         main_conns = tuple(conns or (1, 32))
-        hdr = [1024, 16384]
+        hdr = [16384]
         routes = [1, 1000]
         rbac = [100]
         jwt = [1536]
         levels = [COMPLEXITY[1], COMPLEXITY[-1]]
     elif mode == "smoke":
-        plan = Plan(mode, duration or 1, 0, reload_routes=(10,), reload_count=2,
+        plan = Plan(mode, duration or 1, duration or 1, 0, reload_routes=(10,), reload_count=2,
                     reload_conns=2)
         main_rounds, sweep_rounds = rounds or 1, rounds or 1
         main_conns = tuple(conns or (1, 4))

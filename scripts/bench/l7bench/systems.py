@@ -224,6 +224,7 @@ class L7fast(System):
         self.notify = None
         self.bpffs = None
         self.daemon_settings = ""
+        self.messages = {}    # log_messages() over the whole run
         if self.variant == "slow":
             self.daemon_settings = "kernel_dataplane = false\n"
 
@@ -289,6 +290,25 @@ class L7fast(System):
         msg = self.wait_notify("READY=1", 30)
         return time.monotonic() - t0, msg
 
+    ROUTINE = re.compile(r"^info: (l7fastd \S+: policy|feature |data plane loaded|listening on|"
+                         r"reloaded|stopping|D-Bus)")
+
+    def log_messages(self):
+        """The daemon's log lines other than routine start/reload/stop ones,
+        with numbers and addresses blanked, counted."""
+        out = {}
+        try:
+            lines = self.log_path.read_text(errors="replace").splitlines()
+        except (OSError, AttributeError):
+            return out
+        for line in lines:
+            if not line or self.ROUTINE.match(line):
+                continue
+            key = re.sub(r"\d+(\.\d+){3}(:\d+)?", "ADDR", line)
+            key = re.sub(r"\d+", "N", key)[:200]
+            out[key] = out.get(key, 0) + 1
+        return out
+
     def counters(self):
         if self.variant == "slow" or self.proc is None:
             return None
@@ -311,6 +331,8 @@ class L7fast(System):
         if self.proc is not None:
             self.world.stop(self.proc)
             self.proc = None
+            for k, v in self.log_messages().items():
+                self.messages[k] = self.messages.get(k, 0) + v
         if self.notify is not None:
             self.notify.close()
             self.notify = None

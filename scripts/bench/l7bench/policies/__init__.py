@@ -13,6 +13,11 @@ from pathlib import Path
 from . import haproxy, l7fast, nginx  # noqa: F401
 
 
+FEATURE_NAMES = {"routing": "path routing", "match_full": "method/host/header match",
+                 "header_add": "header add", "rbac": "RBAC", "jwt": "JWT HS256",
+                 "hash_lb": "consistent hash"}
+
+
 @dataclass
 class Ctx:
     listen_port: int
@@ -26,4 +31,7 @@ def unavailable(module, policy):
     missing = [f for f in policy.features() if f in module.NOT_AVAILABLE]
     if not missing:
         return None
-    return "; ".join(f"{f}: {module.NOT_AVAILABLE[f]}" for f in missing)
+    by_reason = {}
+    for f in missing:
+        by_reason.setdefault(module.NOT_AVAILABLE[f], []).append(FEATURE_NAMES.get(f, f))
+    return "; ".join(f"{why}: {', '.join(fs)}" for why, fs in by_reason.items())

@@ -2,13 +2,16 @@
 # make bench / make bench-full: l7fast against a direct connection, HAProxy
 # and nginx. Installs the benchmark's peers (Debian 12, apt) when missing,
 # builds l7fastd when it is not built, then runs the harness
-# (scripts/bench/l7bench). Options: scripts/bench/run.sh --help.
+# (scripts/bench/l7bench). Options: scripts/bench/run.sh --help;
+# --install-only only installs the peers.
 # Results: build/bench/<timestamp>/summary.md (build/bench/latest).
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=${L7FAST_BUILD:-$root/build}
+case $build in /*) ;; *) build=$(pwd)/$build ;; esac
+export L7FAST_BUILD="$build"
 
 packages="haproxy nginx wrk python3-matplotlib linux-perf bpftool"
 
@@ -40,6 +43,10 @@ for svc in nginx haproxy; do
         echo "bench: note: the system's $svc service is running (it is left alone)"
     fi
 done
+
+if [ "${1:-}" = --install-only ]; then
+    exit 0
+fi
 
 if [ ! -x "$build/daemon/l7fastd" ]; then
     echo "bench: $build/daemon/l7fastd is not built; building"

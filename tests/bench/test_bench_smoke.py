@@ -26,10 +26,20 @@ POLICIES = {s.key: s.policy for s in FULL_PLAN.scenarios}
 ENDPOINTS = [("127.0.0.1", 9101 + i) for i in range(4)]
 
 
+REQUIRE = os.environ.get("L7BENCH_REQUIRE") == "1"
+
+
+def skip(reason):
+    """Skips, or fails when the suite must run (tests/bench/run.sh)."""
+    if REQUIRE:
+        pytest.fail(f"cannot run: {reason}")
+    pytest.skip(reason)
+
+
 def need(tool):
     path = shutil.which(tool) or (f"/usr/sbin/{tool}" if os.path.exists(f"/usr/sbin/{tool}") else None)
     if path is None:
-        pytest.skip(f"{tool} not installed (scripts/bench/run.sh installs it)")
+        skip(f"{tool} not installed (scripts/bench/run.sh installs it)")
     return path
 
 
@@ -59,7 +69,7 @@ def test_nginx_accepts_every_policy(key, tmp_path):
 def test_l7fastd_accepts_every_policy_it_can_express(key, tmp_path):
     l7fastd = systems.l7fastd_path()
     if not l7fastd.exists():
-        pytest.skip(f"{l7fastd} not built")
+        skip(f"{l7fastd} not built")
     pol = POLICIES[key]
     if policies.unavailable(policies.l7fast, pol):
         pytest.skip("n/a for l7fast")
@@ -136,9 +146,11 @@ def smoke_skip_reason():
 def test_smoke_run_writes_results_and_cleans_up():
     reason = smoke_skip_reason()
     if reason:
-        pytest.skip(reason)
+        skip(reason)
     dmesg_before = subprocess.run(["dmesg"], capture_output=True, text=True).stdout.splitlines()
-    with tempfile.TemporaryDirectory(prefix="l7bench-smoke-") as out:
+    keep = os.environ.get("L7BENCH_SMOKE_OUT")
+    with tempfile.TemporaryDirectory(prefix="l7bench-smoke-") as tmp:
+        out = keep or tmp
         r = subprocess.run([str(BENCH / "run.sh"), "--smoke", "--out", out],
                            capture_output=True, text=True, timeout=180,
                            env=dict(os.environ, L7BENCH_NO_INSTALL="1"))

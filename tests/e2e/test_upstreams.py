@@ -40,7 +40,7 @@ match = {{ path_prefix = "/dead" }}
 name = "near"
 cluster = "near"
 match = {{ path_prefix = "/near" }}
-""", daemon_settings="request_timeout_ms = 1500\nconnect_timeout_ms = 500")
+""", daemon_settings="request_timeout_ms = 1500\nconnect_timeout_ms = 500\npool_max = 2")
     return port
 
 
@@ -79,6 +79,24 @@ def test_no_route_is_404_and_keeps_the_connection(env, web):
     c.request("GET", "/near/after")
     assert c.read_response().json()["path"] == "/near/after"
     c.close()
+
+
+def test_more_concurrent_requests_than_pooled_connections_all_succeed(env, web):
+    """pool_max = 2: the data plane finds every slot busy and passes the rest
+    to the slow path, which opens overflow connections instead of failing."""
+    before = env.stats()["routes"]["near"]
+    n = 8
+    with env.local():
+        conns = [Conn(web, timeout=10) for _ in range(n)]
+    for i, c in enumerate(conns):
+        c.request("GET", f"/near/{i}?delay=300")
+    statuses = [c.read_response().status for c in conns]
+    for c in conns:
+        c.close()
+    assert statuses == [200] * n
+    after = env.stats()["routes"]["near"]
+    assert after["requests_user"] - before["requests_user"] >= n - 2
+    assert after["responses"]["5xx"] == before["responses"]["5xx"]
 
 
 def test_slow_backend_times_out_with_504(env, web):

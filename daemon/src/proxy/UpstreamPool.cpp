@@ -1,6 +1,7 @@
 #include "proxy/UpstreamPool.hpp"
 
 #include <netinet/tcp.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -62,10 +63,16 @@ sockaddr_storage to_storage(const tcp::endpoint& e)
     return ss;
 }
 
+int pending_bytes(int fd)
+{
+    int n = 0;
+    return ::ioctl(fd, FIONREAD, &n) == 0 ? n : -1;
+}
+
 }  // namespace
 
-UpstreamConn::UpstreamConn(UpstreamPool& pool, uint32_t slot, tcp::socket sock)
-    : pool_(pool), slot_(slot), sock_(std::move(sock))
+UpstreamConn::UpstreamConn(UpstreamPool& pool, uint32_t pool_id, uint32_t slot, tcp::socket sock)
+    : pool_(pool), pool_id_(pool_id), slot_(slot), sock_(std::move(sock))
 {
 }
 
@@ -79,12 +86,13 @@ UpstreamPool::UpstreamPool(asio::io_context& io, dataplane::Dataplane* dp,
 
 UpstreamPool::~UpstreamPool()
 {
-    for (auto& c : conns_) {
-        if (c) {
-            error_code ec;
+    error_code ec;
+    for (auto& c : conns_)
+        if (c)
             c->sock_.close(ec);
-        }
-    }
+    for (auto& [id, p] : pools_)
+        for (auto& c : p.overflow_idle)
+            c->sock_.close(ec);
 }
 
 l7_slot* UpstreamPool::slot(uint32_t id)
@@ -99,6 +107,8 @@ size_t UpstreamPool::open_connections() const
     size_t n = 0;
     for (const auto& c : conns_)
         n += c != nullptr;
+    for (const auto& [id, p] : pools_)
+        n += p.overflow_open;
     return n;
 }
 
@@ -111,7 +121,7 @@ std::optional<uint32_t> UpstreamPool::pool_id_for(const policy::SocketAddress& a
     for (uint32_t id = 0; id < L7_MAX_POOLS; id++) {
         if (pools_.count(id))
             continue;
-        pools_[id] = Pool{addr, true};
+        pools_[id] = Pool{addr, true, 0, {}};
         ids_[addr] = id;
         return id;
     }
@@ -131,7 +141,9 @@ void UpstreamPool::retain_only(const std::vector<policy::SocketAddress>& in_use)
         }
         // idle connections of a pool no route uses any more go now; busy
         // ones finish their exchange and go when they come back
-        bool busy = false;
+        for (auto c : std::vector<UpstreamPtr>(it->second.overflow_idle))
+            close_overflow(c);
+        bool busy = it->second.overflow_open > 0;
         for (uint32_t i = 0; i < L7_SLOTS_PER_POOL; i++) {
             uint32_t id = it->first * L7_SLOTS_PER_POOL + i;
             l7_slot* s = slot(id);
@@ -188,6 +200,37 @@ void UpstreamPool::warm_all()
     }
 }
 
+// Connects `sock` (open) to `ep` within the connect timeout; sets ec
+// (timed_out when the timeout passed).
+awaitable<void> UpstreamPool::connect_socket(tcp::socket& sock, const tcp::endpoint& ep,
+                                             error_code& ec)
+{
+    // The timer's handler may run after this frame is gone (it can already be
+    // queued when connect completes), so it only touches shared state.
+    struct Guard {
+        bool done = false, timed_out = false;
+        tcp::socket* sock = nullptr;
+    };
+    auto guard = std::make_shared<Guard>();
+    guard->sock = &sock;
+    asio::steady_timer timer(io_);
+    timer.expires_after(connect_timeout_);
+    timer.async_wait([guard](error_code e) {
+        if (!e && !guard->done) {
+            guard->timed_out = true;
+            error_code ig;
+            guard->sock->cancel(ig);
+        }
+    });
+    co_await sock.async_connect(ep, asio::redirect_error(use_awaitable, ec));
+    guard->done = true;
+    timer.cancel();
+    if (guard->timed_out)
+        ec = errc::make_error_code(errc::timed_out);
+    if (!ec)
+        sock.set_option(tcp::no_delay(true), ec);
+}
+
 awaitable<UpstreamPtr> UpstreamPool::connect_slot(uint32_t pool_id, uint32_t id,
                                                   uint64_t final_state, error_code& ec)
 {
@@ -221,37 +264,15 @@ awaitable<UpstreamPtr> UpstreamPool::connect_slot(uint32_t pool_id, uint32_t id,
     if (dp_ && !dp_->slot_register_tuple(key, id))
         co_return fail(errc::make_error_code(errc::no_buffer_space));
 
-    // The timer's handler may run after this frame is gone (it can already be
-    // queued when connect completes), so it only touches shared state.
-    struct Guard {
-        bool done = false, timed_out = false;
-        tcp::socket* sock = nullptr;
-    };
-    auto guard = std::make_shared<Guard>();
-    guard->sock = &sock;
-    asio::steady_timer timer(io_);
-    timer.expires_after(connect_timeout_);
-    timer.async_wait([guard](error_code e) {
-        if (!e && !guard->done) {
-            guard->timed_out = true;
-            error_code ig;
-            guard->sock->cancel(ig);
-        }
-    });
-    co_await sock.async_connect(ep, asio::redirect_error(use_awaitable, ec));
-    guard->done = true;
-    timer.cancel();
-    if (guard->timed_out)
-        co_return fail(errc::make_error_code(errc::timed_out));
+    co_await connect_socket(sock, ep, ec);
     if (ec)
         co_return fail(ec);
-    sock.set_option(tcp::no_delay(true), ec);
     set_large_sndbuf(sock.native_handle());
     if (dp_ && !dp_->insert_upstream_socket(id, sock.native_handle())) {
         log::warning("pool ", ep, ": cannot add the connection to the data plane (",
                      std::strerror(errno), "); it serves the slow path only");
     }
-    auto conn = std::make_shared<UpstreamConn>(*this, id, std::move(sock));
+    auto conn = std::make_shared<UpstreamConn>(*this, pool_id, id, std::move(sock));
     conn->key_ = key;
     conns_[id] = conn;
     state_of(s).store(final_state);
@@ -283,12 +304,97 @@ awaitable<UpstreamPtr> UpstreamPool::acquire(uint32_t pool_id, error_code& ec)
             co_return c;
         }
     }
-    ec = errc::make_error_code(errc::no_buffer_space);
-    co_return nullptr;
+    Pool& p = pools_[pool_id];
+    while (!p.overflow_idle.empty()) {
+        UpstreamPtr c = p.overflow_idle.back();
+        p.overflow_idle.pop_back();
+        error_code ig;
+        c->sock_.cancel(ig);  // stop watching
+        if (c->sock_.is_open())
+            co_return c;
+    }
+    if (p.overflow_open >= kMaxOverflow) {
+        ec = errc::make_error_code(errc::no_buffer_space);
+        co_return nullptr;
+    }
+    UpstreamPtr c = co_await connect_overflow(pool_id, ec);
+    co_return c;
+}
+
+awaitable<UpstreamPtr> UpstreamPool::connect_overflow(uint32_t pool_id, error_code& ec)
+{
+    tcp::endpoint ep = to_endpoint(pools_[pool_id].address);
+    tcp::socket sock(io_);
+    pools_[pool_id].overflow_open++;
+    sock.open(ep.protocol(), ec);
+    if (!ec)
+        co_await connect_socket(sock, ep, ec);
+    // the pool may have been forgotten meanwhile (reload): look it up again
+    auto it = pools_.find(pool_id);
+    if (ec || it == pools_.end()) {
+        if (it != pools_.end())
+            it->second.overflow_open--;
+        if (!ec)
+            ec = errc::make_error_code(errc::no_such_device_or_address);
+        error_code ig;
+        sock.close(ig);
+        co_return nullptr;
+    }
+    log::debug("pool ", ep, ": every slot busy; overflow connection ", it->second.overflow_open,
+               " for the slow path");
+    co_return std::make_shared<UpstreamConn>(*this, pool_id, L7_NO_SLOT, std::move(sock));
+}
+
+void UpstreamPool::release_overflow(const UpstreamPtr& c, bool reusable)
+{
+    auto it = pools_.find(c->pool_id_);
+    if (it == pools_.end()) {
+        error_code ig;
+        c->sock_.close(ig);
+        return;
+    }
+    Pool& p = it->second;
+    if (reusable && c->sock_.is_open() && p.in_use && p.overflow_idle.size() < max_per_pool_) {
+        p.overflow_idle.push_back(c);
+        watch_overflow(c);
+        return;
+    }
+    close_overflow(c);
+}
+
+// An idle overflow connection that becomes readable was closed by the
+// upstream (or sent bytes nobody asked for): it goes.
+void UpstreamPool::watch_overflow(const UpstreamPtr& c)
+{
+    c->sock_.async_wait(tcp::socket::wait_read, [this, c](error_code ec) {
+        if (ec == asio::error::operation_aborted)
+            return;  // taken for a request, or closing
+        close_overflow(c);
+    });
+}
+
+void UpstreamPool::close_overflow(const UpstreamPtr& c)
+{
+    error_code ig;
+    c->sock_.close(ig);
+    auto it = pools_.find(c->pool_id_);
+    if (it == pools_.end())
+        return;
+    auto& idle = it->second.overflow_idle;
+    for (auto i = idle.begin(); i != idle.end(); ++i) {
+        if (*i == c) {
+            idle.erase(i);
+            break;
+        }
+    }
+    if (it->second.overflow_open)
+        it->second.overflow_open--;
 }
 
 void UpstreamPool::release(const UpstreamPtr& c, bool reusable)
 {
+    if (c->slot_ == L7_NO_SLOT)
+        return release_overflow(c, reusable);
     l7_slot* s = slot(c->slot_);
     if (reusable && c->sock_.is_open() && pools_.count(s->pool_id) &&
         pools_[s->pool_id].in_use && cas(s, L7_SLOT_UBUSY, L7_SLOT_IDLE)) {
@@ -398,15 +504,28 @@ void UpstreamPool::sweep(std::chrono::milliseconds timeout)
     uint64_t limit = static_cast<uint64_t>(timeout.count()) * 1000000ull;
     for (uint32_t id = 0; id < L7_MAX_SLOTS; id++) {
         auto c = conns_[id];
-        if (!c)
-            continue;
-        l7_slot* s = slot(id);
-        if (state_of(s).load() != L7_SLOT_KBUSY || now - s->req_start_ns < limit)
-            continue;
-        if (!cas(s, L7_SLOT_KBUSY, L7_SLOT_DEAD))
+        Suspect& suspect = suspects_[id];
+        Suspect seen{};
+        l7_slot* s = c ? slot(id) : nullptr;
+        if (s && state_of(s).load() == L7_SLOT_KBUSY) {
+            seen.uses = std::atomic_ref<__u64>(s->uses).load();
+            seen.start = std::atomic_ref<__u64>(s->req_start_ns).load();
+        }
+        // The data plane claims a slot (CAS to KBUSY) before it stamps the
+        // request's start and use count: a claim seen in between carries the
+        // previous request's stamp. Only an exchange seen expired, with the
+        // same stamp, on two consecutive sweeps has really timed out.
+        bool expired = seen.start && now - seen.start >= limit;
+        bool confirmed = expired && suspect.uses == seen.uses && suspect.start == seen.start;
+        suspect = expired && !confirmed ? seen : Suspect{};
+        if (!confirmed || !cas(s, L7_SLOT_KBUSY, L7_SLOT_DEAD))
             continue;
         log::notice("upstream ", pools_[s->pool_id].address.str(),
-                    " did not answer a kernel-path request within ", timeout.count(), " ms");
+                    " did not answer a kernel-path request within ", timeout.count(), " ms (",
+                    dataplane::to_string(c->key_), ", request ", s->uses, " on it, ",
+                    s->resp.bytes, " response bytes forwarded, ", pending_bytes(c->sock_.native_handle()),
+                    " bytes waiting on the daemon's end, backend ",
+                    (s->flags & L7_SF_BACKEND_LOCAL) ? "local" : "remote", ")");
         on_exchange_end_({KernelExchangeEnd::Kind::Failed, *s, nullptr, 504});
         retire(c);
     }

@@ -7,6 +7,11 @@
 // a connection returns to IDLE when its response is complete. The daemon
 // opens every connection itself (the paper's design: a pool miss is
 // forwarded to the control plane, which connects and fills the pool).
+//
+// The slot table holds at most L7_SLOTS_PER_POOL connections per upstream
+// address. When every slot is busy, the slow path does not fail the request:
+// it uses overflow connections, which the data plane never sees (up to
+// kMaxOverflow per address; only past that is the answer 503).
 #pragma once
 
 #include <array>
@@ -34,14 +39,16 @@ class UpstreamPool;
 // One pooled connection (the daemon's end, U_d).
 class UpstreamConn : public std::enable_shared_from_this<UpstreamConn> {
 public:
-    UpstreamConn(UpstreamPool& pool, uint32_t slot, tcp::socket sock);
+    UpstreamConn(UpstreamPool& pool, uint32_t pool_id, uint32_t slot, tcp::socket sock);
     tcp::socket& socket() { return sock_; }
+    // L7_NO_SLOT for an overflow connection
     uint32_t slot_id() const { return slot_; }
     const l7_conn_key& key() const { return key_; }
 
 private:
     friend class UpstreamPool;
     UpstreamPool& pool_;
+    uint32_t pool_id_;
     uint32_t slot_;
     tcp::socket sock_;
     l7_conn_key key_{};
@@ -80,8 +87,11 @@ public:
     // Opens connections so each pool has min_idle idle ones.
     void warm_all();
 
-    // A connection for the slow path (state UBUSY), or an error:
-    // connection_refused/timed_out (502/504), no_buffer_space (pool full: 503).
+    static constexpr uint32_t kMaxOverflow = 1024;
+
+    // A connection for the slow path (a slot in state UBUSY, or an overflow
+    // connection when every slot is busy), or an error: connection_refused /
+    // timed_out (502/504), no_buffer_space (kMaxOverflow reached too: 503).
     awaitable<UpstreamPtr> acquire(uint32_t pool_id, error_code& ec);
     // Returns a slow-path connection: to the pool if `reusable`, else closed.
     void release(const UpstreamPtr& c, bool reusable);
@@ -90,17 +100,27 @@ public:
 
     // Data-plane events: a slot was handed over or died.
     void on_slot_event(uint32_t slot);
-    // Times out kernel exchanges older than `timeout`.
+    // Times out kernel exchanges older than `timeout` (as seen on two
+    // consecutive sweeps).
     void sweep(std::chrono::milliseconds timeout);
 
     l7_slot* slot(uint32_t id);
+    // Slots and overflow connections open now.
     size_t open_connections() const;
 
 private:
     struct Pool {
         policy::SocketAddress address;
         bool in_use = true;
+        uint32_t overflow_open = 0;           // overflow connections, idle or busy
+        std::vector<UpstreamPtr> overflow_idle;
     };
+
+    awaitable<void> connect_socket(tcp::socket& sock, const tcp::endpoint& ep, error_code& ec);
+    awaitable<UpstreamPtr> connect_overflow(uint32_t pool_id, error_code& ec);
+    void release_overflow(const UpstreamPtr& c, bool reusable);
+    void watch_overflow(const UpstreamPtr& c);
+    void close_overflow(const UpstreamPtr& c);
 
     awaitable<UpstreamPtr> connect_slot(uint32_t pool_id, uint32_t slot, uint64_t final_state,
                                         error_code& ec);
@@ -117,6 +137,11 @@ private:
     std::map<uint32_t, Pool> pools_;
     std::map<policy::SocketAddress, uint32_t> ids_;
     std::array<UpstreamPtr, L7_MAX_SLOTS> conns_{};
+    // KBUSY slots the last sweep saw past the request timeout (see sweep)
+    struct Suspect {
+        uint64_t uses = 0, start = 0;
+    };
+    std::array<Suspect, L7_MAX_SLOTS> suspects_{};
     uint32_t min_idle_ = 2, max_per_pool_ = L7_SLOTS_PER_POOL;
     std::chrono::milliseconds connect_timeout_{1000};
     uint32_t warming_ = 0;

@@ -58,7 +58,38 @@ struct DaemonSettings {
     std::chrono::milliseconds idle_timeout{60000};      // client keep-alive idle
     // "error", "warning", "notice", "info" or "debug" (log::parse_level)
     std::string log_level = "info";
-    // Prometheus-style text and D-Bus are always available; nothing else here
+    // Prometheus text exposition (GET /metrics) on this address; nullopt:
+    // no metrics listener (D-Bus GetStats is always there)
+    std::optional<SocketAddress> metrics_address;
+    // access log: one request in `access_log_sample` is logged to the
+    // journal (1: every request); 0: no access log
+    uint32_t access_log_sample = 0;
+};
+
+// An IPv4 or IPv6 prefix ("10.0.0.0/8", "::1/128"); the address's host
+// bits must be zero.
+struct Cidr {
+    int family = 0;                // AF_INET or AF_INET6
+    std::array<uint8_t, 16> ip{};  // IPv4 in the first 4 bytes
+    uint8_t prefix_len = 0;        // 0..32 or 0..128
+
+    std::string str() const;
+    bool contains(int family, const uint8_t* ip) const;
+    friend bool operator==(const Cidr&, const Cidr&) = default;
+    static std::optional<Cidr> parse(const std::string& text, std::string* why);
+};
+
+// Where a value used for hashing or rate limiting comes from.
+struct RequestKey {
+    enum class Kind {
+        Header,    // first field line with this name (lower-cased); absent: no key
+        Cookie,    // cookie of this name in the Cookie field(s); absent: no key
+        SourceIp,  // the client's address (IPv4: 4 bytes, IPv6: 16, network order)
+        Claim,     // a claim of the route's verified JWT (rate limits only)
+    };
+    Kind kind = Kind::SourceIp;
+    std::string name;  // Header, Cookie, Claim
+    friend bool operator==(const RequestKey&, const RequestKey&) = default;
 };
 
 struct Listener {
@@ -67,7 +98,12 @@ struct Listener {
     SourceLocation where;
 };
 
-enum class LbPolicy { RoundRobin, Weighted };
+enum class LbPolicy {
+    RoundRobin,
+    Weighted,
+    RingHash,  // Envoy's ring hash: xxh64 of the key on a ring of endpoint points
+    Maglev,    // Maglev lookup table of maglev_table_size entries
+};
 
 struct Endpoint {
     SocketAddress address;
@@ -78,24 +114,147 @@ struct Cluster {
     std::string name;
     LbPolicy lb = LbPolicy::RoundRobin;
     std::vector<Endpoint> endpoints;
+    // RingHash / Maglev: what is hashed; a request without the key gets a
+    // random endpoint (as Envoy does)
+    std::optional<RequestKey> hash_key;
+    uint64_t ring_min_size = 1024;     // RingHash (Envoy minimum_ring_size)
+    uint64_t ring_max_size = 8388608;  // RingHash (Envoy maximum_ring_size)
+    uint32_t maglev_table_size = 65537;  // Maglev: a prime
+    // bounded load (Envoy hash_balance_factor, percent >= 100); 0: off
+    uint32_t hash_balance_factor = 0;
     SourceLocation where;
 };
 
-enum class PathMatch { Any, Exact, Prefix };
+enum class PathMatch {
+    Any,
+    Exact,
+    Prefix,
+    Regex,  // the whole path matches `path` in the safe regex subset (docs/policy.md)
+};
 
 struct HeaderCondition {
-    enum class Kind { Present, Exact };
+    enum class Kind { Present, Absent, Exact, Prefix };
     std::string name;   // lower-cased
     Kind kind = Kind::Present;
-    std::string value;  // Exact only; compared byte for byte
+    std::string value;  // Exact/Prefix; compared byte for byte with the first field line of that name
+};
+
+// A query parameter of the request target ("?a=1&b=2"): `name=value` pairs
+// split on '&', compared byte for byte as sent (no percent-decoding); the
+// first pair with the name counts.
+struct QueryCondition {
+    enum class Kind { Present, Exact };
+    std::string name;
+    Kind kind = Kind::Present;
+    std::string value;  // Exact
+};
+
+// A claim of the request's verified JWT (the route's `jwt` provider): a
+// top-level member of the payload. Exact compares a string claim, the decimal
+// text of a number, "true"/"false", or any element of an array of strings.
+// Without a valid token no claim condition holds.
+struct ClaimCondition {
+    enum class Kind { Present, Exact };
+    std::string claim;
+    Kind kind = Kind::Present;
+    std::string value;
 };
 
 struct RouteMatch {
     std::vector<std::string> methods;   // empty: any method; upper-case tokens
     std::optional<std::string> host;    // lower-cased, without port; nullopt: any
     PathMatch path_kind = PathMatch::Any;
-    std::string path;                   // Exact/Prefix: starts with '/'
+    std::string path;                   // Exact/Prefix: starts with '/'; Regex: the pattern
     std::vector<HeaderCondition> headers;
+    std::vector<QueryCondition> query;
+    std::vector<Cidr> sources;          // client address in any of them; empty: any
+    std::vector<ClaimCondition> claims;  // needs Route::jwt
+};
+
+// ---- JWT authentication -------------------------------------------------------
+
+struct JwtKey {
+    std::string kid;     // empty: matches a token without "kid"
+    std::string alg;     // "HS256", "HS384", "HS512", "RS256", "ES256"
+    std::string secret;  // HS*: the raw secret bytes (decoded from the policy)
+    std::string pem;     // RS256/ES256: PEM public key
+    SourceLocation where;
+};
+
+struct JwtProvider {
+    std::string name;
+    std::optional<std::string> issuer;     // "iss" must equal it
+    std::vector<std::string> audiences;    // "aud" (string or array) must contain one; empty: not checked
+    std::vector<std::string> algorithms;   // accepted "alg" values; a key only verifies its own alg
+    std::vector<JwtKey> keys;              // inline keys
+    std::string jwks_file;                 // RFC 7517 key set, re-read when it changes; empty: none
+    // where the token is: a header (value after `prefix`, e.g. "Bearer ") or a cookie
+    RequestKey from{RequestKey::Kind::Header, "authorization"};
+    std::string from_prefix = "Bearer ";
+    std::chrono::seconds clock_skew{60};   // leeway for exp and nbf
+    bool require_exp = true;
+    uint32_t max_token_bytes = 4096;       // longer tokens are rejected (401)
+    struct ForwardClaim {
+        std::string claim;
+        std::string header;  // lower-cased; set (replaced) on the forwarded request
+    };
+    std::vector<ForwardClaim> forward_claims;
+    SourceLocation where;
+};
+
+// ---- actions ------------------------------------------------------------------
+
+struct HeaderValue {
+    std::string name;   // lower-cased
+    std::string value;
+};
+
+// Applied in this order: remove, then set (replace every occurrence with one
+// line), then add (append a line). Framing and hop-by-hop fields (host,
+// content-length, transfer-encoding, connection, ...) cannot be changed.
+struct HeaderMutation {
+    std::vector<std::string> remove;
+    std::vector<HeaderValue> set;
+    std::vector<HeaderValue> add;
+    bool empty() const { return remove.empty() && set.empty() && add.empty(); }
+};
+
+// RBAC: rules are conditions like a route's match (all must hold).
+struct RbacRule {
+    enum class Action { Allow, Deny };
+    std::string name;  // for telemetry and logs; defaults to "rule<N>"
+    Action action = Action::Deny;
+    RouteMatch when;   // host is not used in rules
+    SourceLocation where;
+};
+
+struct Rbac {
+    enum class Mode {
+        FirstMatch,     // the first rule that holds decides
+        DenyOverrides,  // any deny rule that holds denies; else any allow allows
+    };
+    Mode mode = Mode::FirstMatch;
+    RbacRule::Action default_action = RbacRule::Action::Allow;  // when no rule holds
+    uint16_t deny_status = 403;
+    std::string deny_body = "forbidden\n";
+    std::vector<RbacRule> rules;
+};
+
+// Token bucket: `rate` tokens per second, at most `burst`; one per request.
+// With a key, one bucket per key value (at most max_keys, least recently
+// used evicted); a request without the key shares one bucket.
+struct RateLimit {
+    uint32_t rate = 0;
+    uint32_t burst = 0;
+    std::optional<RequestKey> key;
+    uint32_t max_keys = 65536;
+};
+
+// A response l7fast sends itself instead of forwarding.
+struct DirectResponse {
+    uint16_t status = 200;
+    std::vector<HeaderValue> headers;  // Content-Length is added
+    std::string body;
 };
 
 struct WeightedCluster {
@@ -103,11 +262,22 @@ struct WeightedCluster {
     uint32_t weight = 1;
 };
 
+// A route's request pipeline, in this order: match, JWT (401), RBAC (403 or
+// deny_status), rate limit (429), then the direct response or forwarding
+// with the header mutations.
 struct Route {
     std::string name;
     std::vector<std::string> listeners;  // empty: every listener
     RouteMatch match;
-    std::vector<WeightedCluster> clusters;  // one entry: plain routing
+    std::vector<WeightedCluster> clusters;  // one entry: plain routing; empty with direct_response
+    std::optional<DirectResponse> direct_response;
+    std::optional<std::string> jwt;  // JwtProvider name: a valid token is required
+    std::optional<Rbac> rbac;
+    std::optional<RateLimit> rate_limit;
+    HeaderMutation request_headers;
+    HeaderMutation response_headers;  // only set and remove
+    std::optional<std::chrono::milliseconds> timeout;  // overrides daemon.request_timeout
+    uint32_t connect_retries = 0;  // slow path: other endpoints tried after a connect failure
     bool offload = true;  // false: always the slow path, whatever the kernel can do
     SourceLocation where;
 };
@@ -117,10 +287,12 @@ struct Policy {
     std::vector<Listener> listeners;
     std::vector<Cluster> clusters;
     std::vector<Route> routes;        // in evaluation order
+    std::vector<JwtProvider> jwt_providers;
     std::vector<std::string> sources; // files it was loaded from, in order
 
     const Cluster* find_cluster(const std::string& name) const;
     const Listener* find_listener(const std::string& name) const;
+    const JwtProvider* find_jwt_provider(const std::string& name) const;
 };
 
 }  // namespace l7fast::policy

@@ -4,7 +4,10 @@
 // docs/policy.md ("Matching") is the prose version of this file.
 #pragma once
 
+#include <array>
 #include <cstddef>
+#include <functional>
+#include <map>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -27,7 +30,26 @@ struct RequestView {
     std::string_view target;               // origin-form request-target, query included
     std::span<const HeaderField> headers;  // every field line in order, Host included
     uint32_t listener = 0;                 // index into Policy::listeners
+    int client_family = 0;                 // AF_INET / AF_INET6; 0: unknown
+    std::array<uint8_t, 16> client_ip{};   // IPv4 in the first 4 bytes, network order
 };
+
+// The verified payload of a JWT, as conditions and keys see it: each
+// top-level member by name, with its values as text — a string as is, a
+// number as its decimal text, true/false as "true"/"false", an array of
+// strings element by element; other members (objects, null, mixed arrays)
+// are present with no values.
+struct Claims {
+    std::map<std::string, std::vector<std::string>, std::less<>> members;
+    bool has(std::string_view name) const { return members.find(name) != members.end(); }
+    bool equals(std::string_view name, std::string_view value) const;
+};
+
+// The value a RequestKey names in this request, nullopt when the request has
+// none: a header's first field line value, a cookie's value, the client
+// address bytes (4 or 16), a claim's first value (needs `claims`).
+std::optional<std::string> request_key(const RequestKey& key, const RequestView& request,
+                                       const Claims* claims);
 
 // What a route's path condition compares: the target up to the first '?'.
 std::string_view request_path(std::string_view target);

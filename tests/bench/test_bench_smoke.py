@@ -158,7 +158,7 @@ def test_smoke_run_writes_results_and_cleans_up():
         out = Path(out)
         summary = (out / "summary.md").read_text()
         for section in ("## Targets", "## Standard policy", "## Sweep: number of routes",
-                        "## Control plane"):
+                        "## Sweep: policy complexity level", "## Control plane"):
             assert section in summary, section
 
         rows = list(csv.DictReader(open(out / "runs.csv")))
@@ -172,6 +172,7 @@ def test_smoke_run_writes_results_and_cleans_up():
         results = json.loads((out / "results.json").read_text())
         assert results["plan"]["mode"] == "smoke"
         assert results["targets"]
+        assert not [c for c in results["cells"] if c["status"] == "failed"], results["cells"]
         agg = [a for a in results["aggregate"] if a["scenario"] == "main=standard"]
         assert {(a["system"], a["conns"]) for a in agg} == {
             (s, c) for s in ("direct", "l7fast-local") for c in (1, 4)}
@@ -190,6 +191,7 @@ def test_smoke_run_writes_results_and_cleans_up():
         from l7bench.env import cgroup2_root
         assert not (cgroup2_root() / tag).exists(), "cgroup left behind"
         leftovers = [p for p in Path("/sys/fs/bpf").iterdir() if p.name.startswith(tag)]
+        leftovers += [p for p in Path("/tmp").iterdir() if p.name.startswith(tag)]
         assert not leftovers, leftovers
         procs = subprocess.run(["pgrep", "-f", str(out)], capture_output=True, text=True).stdout
         assert procs.strip() == "", f"processes left running: {procs}"

@@ -14,6 +14,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -213,6 +214,7 @@ class World:
         self.tag = f"{PREFIX}-{os.getpid()}"
         clean_stale()
         self.cgroup = Cgroup(root / self.tag)
+        self.runtime_dir = Path(tempfile.mkdtemp(prefix=f"{self.tag}-", dir="/tmp"))
         self._children = {}
         self._procs = []
         self._bpffs = []
@@ -294,6 +296,7 @@ class World:
         remove_cgroup_tree(self.cgroup.path, self.cg_root)
         for p in self._bpffs:
             shutil.rmtree(p, ignore_errors=True)
+        shutil.rmtree(self.runtime_dir, ignore_errors=True)
         for sig, h in self._old_handlers.items():
             signal.signal(sig, h)
 
@@ -321,8 +324,9 @@ def clean_stale():
                             pass
                 time.sleep(0.1)
                 remove_cgroup_tree(d, root)
-    if BPFFS.is_dir():
-        for d in BPFFS.iterdir():
-            m = pat.match(d.name)
-            if m and not _pid_alive(int(m.group(1))):
-                shutil.rmtree(d, ignore_errors=True)
+    for parent in (BPFFS, Path("/tmp")):
+        if parent.is_dir():
+            for d in parent.iterdir():
+                m = pat.match(d.name)
+                if m and d.is_dir() and not _pid_alive(int(m.group(1))):
+                    shutil.rmtree(d, ignore_errors=True)

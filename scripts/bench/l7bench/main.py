@@ -198,130 +198,137 @@ def run(args):
         s.stop()
         done += sc.rounds * len(sc.conns)
 
-    with World(outdir / "work", server, client) as world:
-        results["env"]["run_tag"] = world.tag
-        (outdir / "environment.json").write_text(json.dumps(results["env"], indent=1))
-        backend = systems.Backend(world, "outside", world.child_cgroup("outside"))
-        objs = [systems.make(world, n, backend) for n in plan.systems]
-        for s in objs:
-            s.setup()
-        for idx, sc in enumerate(plan.scenarios):
-            log(f"[{sc.key}] {sc.policy.describe()}"
-                + (f", request head {request_head_bytes(sc)} B" if sc.header_bytes else ""))
-            req = write_request_file(sc, world.workdir / f"request-{idx:02d}.txt")
-            active, launched = [], []
+    aborted = None
+    try:
+        with World(outdir / "work", server, client) as world:
+            results["env"]["run_tag"] = world.tag
+            (outdir / "environment.json").write_text(json.dumps(results["env"], indent=1))
+            backend = systems.Backend(world, "outside", world.child_cgroup("outside"))
+            objs = [systems.make(world, n, backend) for n in plan.systems]
             for s in objs:
-                why = s.unavailable(sc.policy)
-                if why:
-                    results["cells"][(sc.key, s.name)] = {"status": "n/a", "reason": why}
-                    done += sc.rounds * len(sc.conns)
-                    continue
-                try:
-                    s.launch(sc, idx)
-                    launched.append(s)
-                except Exception as e:
-                    start_failed(s, e)
-            for s in launched:
-                try:
-                    s.wait_ready()
-                except Exception as e:
-                    start_failed(s, e)
-                    continue
-                if s.config_text:
-                    d = configs / sc.key.replace(" ", "_")
-                    d.mkdir(parents=True, exist_ok=True)
-                    (d / f"{s.name}.conf").write_text(s.config_text)
-                results["cells"][(sc.key, s.name)] = {"status": "ok"}
-                active.append(s)
-            if plan.warmup:
-                # not measured: all systems at once (pools filled, caches warm)
-                warm = [start_wrk(world, s, max(sc.conns), plan.warmup, req,
-                                  world.workdir / f"warmup-{s.name}.json",
-                                  world.workdir / "warmup.log") for s in active]
-                for w in warm:
-                    w.wait(plan.warmup + 30)
-                    world.stop(w)
-            duration = plan.duration if sc.group == "main" else plan.sweep_duration
-            for rnd in range(sc.rounds):
-                for c in sc.conns:
-                    for s in active:
-                        done += 1
-                        tag = f"{idx:02d}-{s.name}-c{c}-r{rnd}"
-                        try:
-                            row = measure(world, s, sc, c, duration, req, world.workdir, tag)
-                        except Exception as e:
-                            results["notes"].append(f"{sc.key} {s.name} c{c} round {rnd}: {e}"[:400])
-                            log(f"  {done}/{total} {s.name} c{c} r{rnd}: FAILED: {e}")
-                            continue
-                        row.update(scenario=sc.key, group=sc.group, x=sc.x, system=s.name,
-                                   conns=c, round=rnd)
-                        results["rows"].append(row)
-                        ks = row.get("kernel_share")
-                        log(f"  {done}/{total} {s.name:15} c{c:<3} r{rnd}: "
-                            f"{row['rps']:9,.0f} req/s  p50 {row['p50_us']:6.0f} µs  "
-                            f"p99 {row['p99_us']:7.0f} µs  {row['cpu_us_per_req']:6.1f} µs CPU/req"
-                            + (f"  {row['failed']} failed" if row["failed"] else "")
-                            + (f"  kernel {100 * ks:.0f}%" if ks is not None else "")
-                            + ("  (noisy)" if row["foreign_cpu_share"] > report.NOISY else ""))
-            # what the failures were: once per system and connection count
-            failing = sorted({(r["system"], r["conns"]) for r in results["rows"]
-                              if r["scenario"] == sc.key and r["failed"]} - diagnosed)
-            for name, c in failing:
-                diagnosed.add((name, c))
-                s = next(o for o in active if o.name == name)
-                try:
-                    d = diagnose(world, s, c, 1, req, world.workdir, f"{idx:02d}-{name}-c{c}")
-                    results["diagnostics"][f"{sc.key} {name} c{c}"] = d
-                    log(f"  {name} c{c} failures: {d}")
-                except Exception as e:
-                    results["notes"].append(f"diagnosis of {sc.key} {name} c{c} failed: {e}")
-            if sc.group == "main":
-                for s in active:
-                    rss = s.rss()
-                    if rss:
-                        results["rss"][s.name] = {
-                            "VmRSS": sum(v.get("VmRSS", 0) for v in rss.values()),
-                            "VmHWM": sum(v.get("VmHWM", 0) for v in rss.values()),
-                            "processes": len(rss)}
-            for s in active:
-                s.stop()
-
-        l7 = [s for s in objs if s.kind == "l7fast"]
-        target = next((s for s in l7 if s.name == "l7fast-local"), l7[0] if l7 else None)
-        if plan.reload_routes and target is not None:
-            log(f"[reload] {target.name}, wrk -c{plan.reload_conns}, "
-                f"{plan.reload_count} reloads per route count")
-            results["reload"] = control.reload_under_load(world, target, plan, log)
-
-        if plan.profile_seconds:
-            if not profile.perf_usable():
-                results["notes"].append("perf profiles skipped: perf cannot sample here")
-            else:
-                main_sc = plan.scenarios[0]
-                req = write_request_file(main_sc, world.workdir / "request-profile.txt")
+                s.setup()
+            for idx, sc in enumerate(plan.scenarios):
+                log(f"[{sc.key}] {sc.policy.describe()}"
+                    + (f", request head {request_head_bytes(sc)} B" if sc.header_bytes else ""))
+                req = write_request_file(sc, world.workdir / f"request-{idx:02d}.txt")
+                active, launched = [], []
                 for s in objs:
-                    if s.name not in PROFILED:
+                    why = s.unavailable(sc.policy)
+                    if why:
+                        results["cells"][(sc.key, s.name)] = {"status": "n/a", "reason": why}
+                        done += sc.rounds * len(sc.conns)
                         continue
-                    log(f"[profile] {s.name}, {plan.profile_seconds} s")
                     try:
-                        s.start(main_sc, 99)
-                        w = start_wrk(world, s, 32, 1, req, world.workdir / "warmup.json",
-                                      world.workdir / "warmup.log")
-                        w.wait(30)
-                        world.stop(w)
-                        results["profiles"][s.name] = profile.profile_system(
-                            world, s, main_sc, req, plan.profile_seconds, outdir)
+                        s.launch(sc, idx)
+                        launched.append(s)
                     except Exception as e:
-                        results["profiles"][s.name] = {"error": str(e)[:300]}
-                    finally:
-                        s.stop()
-        for s in objs:
-            s.teardown()
-            if getattr(s, "messages", None):
-                results["daemon_messages"][s.name] = dict(
-                    sorted(s.messages.items(), key=lambda kv: -kv[1])[:12])
-        backend.stop()
+                        start_failed(s, e)
+                for s in launched:
+                    try:
+                        s.wait_ready()
+                    except Exception as e:
+                        start_failed(s, e)
+                        continue
+                    if s.config_text:
+                        d = configs / systems.safe_name(sc.key)
+                        d.mkdir(parents=True, exist_ok=True)
+                        (d / f"{s.name}.conf").write_text(s.config_text)
+                    results["cells"][(sc.key, s.name)] = {"status": "ok"}
+                    active.append(s)
+                if plan.warmup:
+                    # not measured: all systems at once (pools filled, caches warm)
+                    warm = [start_wrk(world, s, max(sc.conns), plan.warmup, req,
+                                      world.workdir / f"warmup-{s.name}.json",
+                                      world.workdir / "warmup.log") for s in active]
+                    for w in warm:
+                        w.wait(plan.warmup + 30)
+                        world.stop(w)
+                duration = plan.duration if sc.group == "main" else plan.sweep_duration
+                for rnd in range(sc.rounds):
+                    for c in sc.conns:
+                        for s in active:
+                            done += 1
+                            tag = f"{idx:02d}-{s.name}-c{c}-r{rnd}"
+                            try:
+                                row = measure(world, s, sc, c, duration, req, world.workdir, tag)
+                            except Exception as e:
+                                results["notes"].append(f"{sc.key} {s.name} c{c} round {rnd}: {e}"[:400])
+                                log(f"  {done}/{total} {s.name} c{c} r{rnd}: FAILED: {e}")
+                                continue
+                            row.update(scenario=sc.key, group=sc.group, x=sc.x, system=s.name,
+                                       conns=c, round=rnd)
+                            results["rows"].append(row)
+                            ks = row.get("kernel_share")
+                            log(f"  {done}/{total} {s.name:15} c{c:<3} r{rnd}: "
+                                f"{row['rps']:9,.0f} req/s  p50 {row['p50_us']:6.0f} µs  "
+                                f"p99 {row['p99_us']:7.0f} µs  {row['cpu_us_per_req']:6.1f} µs CPU/req"
+                                + (f"  {row['failed']} failed" if row["failed"] else "")
+                                + (f"  kernel {100 * ks:.0f}%" if ks is not None else "")
+                                + ("  (noisy)" if row["foreign_cpu_share"] > report.NOISY else ""))
+                # what the failures were: once per sweep, system and connection count
+                failing = sorted({(r["system"], r["conns"]) for r in results["rows"]
+                                  if r["scenario"] == sc.key and r["failed"]
+                                  and (sc.group, r["system"], r["conns"]) not in diagnosed})
+                for name, c in failing:
+                    diagnosed.add((sc.group, name, c))
+                    s = next(o for o in active if o.name == name)
+                    try:
+                        d = diagnose(world, s, c, 1, req, world.workdir, f"{idx:02d}-{name}-c{c}")
+                        results["diagnostics"][f"{sc.key} {name} c{c}"] = d
+                        log(f"  {name} c{c} failures: {d}")
+                    except Exception as e:
+                        results["notes"].append(f"diagnosis of {sc.key} {name} c{c} failed: {e}")
+                if sc.group == "main":
+                    for s in active:
+                        rss = s.rss()
+                        if rss:
+                            results["rss"][s.name] = {
+                                "VmRSS": sum(v.get("VmRSS", 0) for v in rss.values()),
+                                "VmHWM": sum(v.get("VmHWM", 0) for v in rss.values()),
+                                "processes": len(rss)}
+                for s in active:
+                    s.stop()
 
+            l7 = [s for s in objs if s.kind == "l7fast"]
+            target = next((s for s in l7 if s.name == "l7fast-local"), l7[0] if l7 else None)
+            if plan.reload_routes and target is not None:
+                log(f"[reload] {target.name}, wrk -c{plan.reload_conns}, "
+                    f"{plan.reload_count} reloads per route count")
+                results["reload"] = control.reload_under_load(world, target, plan, log)
+
+            if plan.profile_seconds:
+                if not profile.perf_usable():
+                    results["notes"].append("perf profiles skipped: perf cannot sample here")
+                else:
+                    main_sc = plan.scenarios[0]
+                    req = write_request_file(main_sc, world.workdir / "request-profile.txt")
+                    for s in objs:
+                        if s.name not in PROFILED:
+                            continue
+                        log(f"[profile] {s.name}, {plan.profile_seconds} s")
+                        try:
+                            s.start(main_sc, 99)
+                            w = start_wrk(world, s, 32, 1, req, world.workdir / "warmup.json",
+                                          world.workdir / "warmup.log")
+                            w.wait(30)
+                            world.stop(w)
+                            results["profiles"][s.name] = profile.profile_system(
+                                world, s, main_sc, req, plan.profile_seconds, outdir)
+                        except Exception as e:
+                            results["profiles"][s.name] = {"error": str(e)[:300]}
+                        finally:
+                            s.stop()
+            for s in objs:
+                s.teardown()
+                if getattr(s, "messages", None):
+                    results["daemon_messages"][s.name] = dict(
+                        sorted(s.messages.items(), key=lambda kv: -kv[1])[:12])
+            backend.stop()
+
+    except BaseException as e:  # write what was measured, then fail
+        aborted = e
+        results["notes"].append(f"run aborted: {e!r}")
+        log(f"run aborted: {e!r}")
     results["elapsed_s"] = time.monotonic() - t0
     results["kernel_warnings"] = [l for l in dmesg_lines()[len(dmesg_start):]
                                   if re.search(r"WARNING|BUG|Oops|general protection|refcount_t|"
@@ -337,6 +344,9 @@ def run(args):
                 latest.symlink_to(outdir.name)
         except OSError:
             pass
+    if aborted is not None:
+        log(f"partial results: {outdir / 'summary.md'}")
+        raise aborted
     log(f"done in {results['elapsed_s'] / 60:.1f} min: {outdir / 'summary.md'}")
     return outdir
 

@@ -167,17 +167,17 @@ def build_plan(mode, systems, duration=None, rounds=None, conns=None, sweeps=Non
                     reload_count=5)
         main_rounds, sweep_rounds = rounds or 3, rounds or 1
         main_conns = tuple(conns or (1, 32))
-        hdr = [16384]
+        hdr = [2048, 16384]
         routes = [1, 1000]
         rbac = [100]
         jwt = [1536]
-        levels = [COMPLEXITY[1], COMPLEXITY[-1]]
+        levels = [COMPLEXITY[-1]]
     elif mode == "smoke":
         plan = Plan(mode, duration or 1, duration or 1, 0, reload_routes=(10,), reload_count=2,
                     reload_conns=2)
         main_rounds, sweep_rounds = rounds or 1, rounds or 1
         main_conns = tuple(conns or (1, 4))
-        hdr, routes, rbac, jwt, levels = [2048], [1, 100], [], [], []
+        hdr, routes, rbac, jwt, levels = [2048], [1, 100], [], [], [COMPLEXITY[1]]
     else:
         raise ValueError(f"unknown mode {mode!r}")
     sweep_conns = (max(main_conns),)

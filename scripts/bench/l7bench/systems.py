@@ -43,6 +43,10 @@ DESCRIPTIONS = {
 ALL = list(DESCRIPTIONS)
 
 
+def safe_name(text):
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", str(text))[:80]
+
+
 def tool_version(argv, pattern):
     try:
         r = subprocess.run(argv, capture_output=True, text=True, timeout=10)
@@ -151,7 +155,7 @@ class System:
         return {pid: proc_status(pid) for pid in pids}
 
     def _workdir(self, sc, index):
-        d = self.world.workdir / self.name / f"{index:02d}-{sc.group}-{sc.x}".replace(" ", "_")
+        d = self.world.workdir / self.name / safe_name(f"{index:02d}-{sc.group}-{sc.x}")
         d.mkdir(parents=True, exist_ok=True)
         self.workdir = d
         return d
@@ -249,7 +253,8 @@ class L7fast(System):
         self.config_text = self.render(sc.policy)
         self.policy_file = d / "policy.toml"
         self.policy_file.write_text(self.config_text)
-        notify_path = d / "notify.sock"
+        # sun_path holds 108 bytes: the socket lives in the run's short runtime dir
+        notify_path = self.world.runtime_dir / f"{self.name}-{index}.notify"
         notify_path.unlink(missing_ok=True)
         self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.notify.bind(str(notify_path))

@@ -216,6 +216,8 @@ void Daemon::start()
     features_ = dataplane::Features::probe(cgroup_, d.bpffs);
     for (const auto& [k, v] : features_.report())
         log::info("feature ", k, ": ", v);
+    if (!features_.module.loaded || !features_.module.socket_kfuncs)
+        log::notice("l7fast.ko ", features_.module.summary());
     if (!d.kernel_dataplane) {
         degraded_reason_ = "disabled by daemon.kernel_dataplane = false";
     } else if (!features_.dataplane_usable()) {

@@ -150,4 +150,4 @@ MODULE_SOFTDEP("pre: sha256_ssse3 sha512_ssse3");
 MODULE_DESCRIPTION("l7fast: kfuncs for the l7fast eBPF data plane");
 MODULE_AUTHOR("l7fast developers");
 MODULE_LICENSE("GPL");
-MODULE_VERSION("1.0.0");
+MODULE_VERSION("0.1.0");

@@ -52,6 +52,9 @@ Features Features::probe(const std::string& cgroup_path, const std::string& bpff
         f.sk_msg = libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_SK_MSG, nullptr) == 1;
         f.sk_skb = libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_SK_SKB, nullptr) == 1;
         f.bpf_loop = libbpf_probe_bpf_helper(BPF_PROG_TYPE_SK_MSG, BPF_FUNC_loop, nullptr) == 1;
+        f.module = ModuleInfo::probe();
+    } else {
+        f.module.reason = "not probed (no BPF)";
     }
     f.cgroup_path = cgroup_path;
     f.cgroup2 = fs_magic_is(cgroup_path, CGROUP2_SUPER_MAGIC);
@@ -107,6 +110,7 @@ std::vector<std::pair<std::string, std::string>> Features::report() const
         {"ringbuf", yes(ringbuf)},
         {"cgroup2", cgroup2 ? cgroup_path : std::string("no (") + cgroup_path + ")"},
         {"bpffs", yes(bpffs)},
+        {"l7fast.ko", module.summary()},
         {"dataplane", dataplane_usable() ? "usable" : "unusable: " + unusable_reason},
     };
 }

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "dataplane/Module.hpp"
+
 namespace l7fast::dataplane {
 
 struct Features {
@@ -22,6 +24,7 @@ struct Features {
     bool cgroup2 = false;         // settings cgroup path is a cgroup v2 directory
     bool bpffs = false;           // /sys/fs/bpf is a BPF filesystem
     std::string cgroup_path;
+    ModuleInfo module;            // l7fast.ko (optional)
     std::string unusable_reason;  // empty when the data plane can run
 
     bool dataplane_usable() const { return unusable_reason.empty(); }

@@ -89,7 +89,17 @@ def environment(server, client):
         "versions": systems.versions(),
         "pinning": pin,
         "loadavg_at_start": open("/proc/loadavg").read().split()[:3],
+        "l7fastd": str(systems.l7fastd_path()),
+        "l7fastd_sha256": file_sha256(systems.l7fastd_path()),
     }
+
+
+def file_sha256(path):
+    import hashlib
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+    except OSError:
+        return None
 
 
 def dmesg_lines():

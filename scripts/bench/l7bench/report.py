@@ -162,15 +162,22 @@ def targets(results):
                 why = cell(topk, system).get("reason", "not measured")
             extra = f"; highest level it runs: {best[0]} at {f_ratio(best[1])} HAProxy" if best else ""
             out.append((goal, why + extra, "n/a"))
-    # 4. 1,000 routes vs 1 route
+    # 4. 1,000 routes vs 1 route. The two scenarios run minutes apart, so on
+    # a shared machine each is first normalised by direct in its own rounds.
     for system in ("l7fast-local", "l7fast-proxied"):
         a1 = get("routes=1", system, top)
         a1000 = get("routes=1000", system, top)
         if a1 and a1000 and a1["rps"] and a1000["rps"]:
-            r = a1000["rps"] / a1["rps"]
-            out.append((f"{system}: 1,000 routes ≥ 0.95× of 1 route (c{top})",
-                        f"{f_ratio(r)} ({f_num(a1000['rps'])} vs {f_num(a1['rps'])} req/s)",
-                        verdict(r >= 0.95)))
+            raw = a1000["rps"] / a1["rps"]
+            if a1.get("rps_vs_direct") and a1000.get("rps_vs_direct"):
+                r = a1000["rps_vs_direct"] / a1["rps_vs_direct"]
+                how = (f"{f_ratio(r)} (each ÷ direct in its rounds; raw "
+                       f"{f_num(a1000['rps'])} vs {f_num(a1['rps'])} req/s = {f_ratio(raw)})")
+            else:
+                r = raw
+                how = f"{f_ratio(r)} ({f_num(a1000['rps'])} vs {f_num(a1['rps'])} req/s)"
+            out.append((f"{system}: 1,000 routes ≥ 0.95× of 1 route (c{top})", how,
+                        verdict(r >= 0.95 and a1000["failed"] == 0)))
     # 5. reload
     for e in results.get("reload", []):
         if e.get("routes") == 1000:
@@ -246,7 +253,8 @@ def summary_md(results, plot_files):
     systems = plan["systems"]
     L = []
     L.append(f"# l7fast benchmark — {plan['mode']} mode, {env['started']}\n")
-    L.append(f"- commit `{env.get('commit')}`{' (dirty tree)' if env.get('dirty') else ''}; "
+    L.append(f"- commit `{env.get('commit')}`{' (dirty tree)' if env.get('dirty') else ''}, "
+             f"l7fastd `{env.get('l7fastd')}` (sha256 {env.get('l7fastd_sha256')}); "
              f"kernel {env['kernel']}; {env['cpu_model']}, {env['ncpu']} CPUs; "
              f"{', '.join(f'{k} {v}' for k, v in env['versions'].items() if v)}")
     L.append(f"- load: wrk 1 thread, keep-alive, {plan['duration']} s per run of the standard "
@@ -458,19 +466,22 @@ def make_plots(results, outdir):
             continue
         c = scs[0]["conns"][-1]
         categorical = g == "complexity"
-        fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
+        fig, axes = plt.subplots(1, 3, figsize=(18, 4.8))
         for s in systems:
-            xs, rps, p99 = [], [], []
+            xs, rps, p99, rel = [], [], [], []
             for i, sc in enumerate(scs):
                 a = agg.get((sc["key"], s, c))
                 if a and a["rps"]:
                     xs.append(i if categorical else sc["x"])
                     rps.append(a["rps"])
                     p99.append(a["p99_us"] / 1000)
+                    rel.append(a.get("rps_vs_direct"))
             if xs:
                 axes[0].plot(xs, rps, "o-", label=s, color=colors[s])
                 axes[1].plot(xs, p99, "o-", label=s, color=colors[s])
-        for ax, yl in zip(axes, ("req/s", "p99 latency (ms)")):
+                if s != "direct" and all(r is not None for r in rel):
+                    axes[2].plot(xs, rel, "o-", label=s, color=colors[s])
+        for ax, yl in zip(axes, ("req/s", "p99 latency (ms, log)", "req/s ÷ direct (paired by round)")):
             ax.set_xlabel(axis)
             ax.set_ylabel(yl)
             ax.grid(alpha=0.3)
@@ -480,7 +491,9 @@ def make_plots(results, outdir):
             elif g in ("routes", "rbac_rules") and all(sc["x"] > 0 for sc in scs):
                 ax.set_xscale("log")
         axes[0].set_ylim(bottom=0)
-        axes[1].set_ylim(bottom=0)
+        axes[1].set_yscale("log")
+        axes[2].set_ylim(bottom=0)
+        axes[2].axhline(1.0, color="grey", lw=0.8)
         axes[0].legend(fontsize=8)
         fig.suptitle(f"{axis} (wrk -c{c}; missing lines: n/a for that system)")
         fig.tight_layout()

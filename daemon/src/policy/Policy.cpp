@@ -123,6 +123,112 @@ std::optional<SocketAddress> SocketAddress::parse(const std::string& text, std::
     return a;
 }
 
+namespace {
+
+bool is_v4_mapped(const uint8_t* ip)
+{
+    static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    return std::memcmp(ip, kMapped, sizeof(kMapped)) == 0;
+}
+
+// Whether the first `bits` bits of a and b are equal.
+bool same_prefix(const uint8_t* a, const uint8_t* b, unsigned bits)
+{
+    const unsigned whole = bits / 8;
+    if (std::memcmp(a, b, whole) != 0)
+        return false;
+    const unsigned rest = bits % 8;
+    if (rest == 0)
+        return true;
+    const auto mask = static_cast<uint8_t>(0xff << (8 - rest));
+    return (a[whole] & mask) == (b[whole] & mask);
+}
+
+}  // namespace
+
+std::string Cidr::str() const
+{
+    char text[INET6_ADDRSTRLEN] = {};
+    if (family != AF_INET && family != AF_INET6)
+        return "(no prefix)";
+    inet_ntop(family, ip.data(), text, sizeof(text));
+    return std::string(text) + "/" + std::to_string(prefix_len);
+}
+
+bool Cidr::contains(int client_family, const uint8_t* client_ip) const
+{
+    if (!client_ip)
+        return false;
+    if (client_family == AF_INET6 && is_v4_mapped(client_ip)) {
+        client_family = AF_INET;
+        client_ip += 12;
+    }
+    if (client_family != family || (family != AF_INET && family != AF_INET6))
+        return false;
+    return same_prefix(client_ip, ip.data(), prefix_len);
+}
+
+std::optional<Cidr> Cidr::parse(const std::string& text, std::string* why)
+{
+    std::string scratch;
+    if (!why)
+        why = &scratch;
+    const size_t slash = text.find('/');
+    const std::string host = text.substr(0, slash);
+    Cidr c;
+    if (host.find(':') != std::string::npos) {
+        if (inet_pton(AF_INET6, host.c_str(), c.ip.data()) != 1) {
+            *why = quote(host) + " is not an IPv6 address";
+            return std::nullopt;
+        }
+        c.family = AF_INET6;
+    } else if (inet_pton(AF_INET, host.c_str(), c.ip.data()) == 1) {
+        c.family = AF_INET;
+    } else {
+        *why = quote(host) + " is not an IPv4 or IPv6 address (write e.g. \"10.0.0.0/8\" or \"fd00::/8\")";
+        return std::nullopt;
+    }
+    const unsigned max_len = c.family == AF_INET ? 32 : 128;
+    unsigned len = max_len;
+    if (slash != std::string::npos) {
+        const std::string digits = text.substr(slash + 1);
+        const bool numeric = !digits.empty() && digits.size() <= 3 &&
+                             std::all_of(digits.begin(), digits.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+        if (!numeric || std::stoul(digits) > max_len) {
+            *why = "prefix length " + quote(digits) + " is not a number in 0.." + std::to_string(max_len);
+            return std::nullopt;
+        }
+        len = static_cast<unsigned>(std::stoul(digits));
+    }
+    c.prefix_len = static_cast<uint8_t>(len);
+    if (c.family == AF_INET6 && is_v4_mapped(c.ip.data()) && len >= 96) {
+        *why = quote(text) + " is an IPv4-mapped prefix: clients' IPv4-mapped addresses are compared as IPv4, "
+                             "so write the IPv4 prefix";
+        return std::nullopt;
+    }
+    Cidr network = c;
+    const unsigned n = c.family == AF_INET ? 4 : 16;
+    for (unsigned i = 0; i < n; i++) {
+        const unsigned bits_here = len >= (i + 1) * 8 ? 8 : (len > i * 8 ? len - i * 8 : 0);
+        const auto mask = static_cast<uint8_t>(bits_here == 0 ? 0 : 0xff << (8 - bits_here));
+        network.ip[i] = static_cast<uint8_t>(c.ip[i] & mask);
+    }
+    if (network.ip != c.ip) {
+        *why = quote(text) + " has bits set after the first " + std::to_string(len) + "; write " +
+               quote(network.str());
+        return std::nullopt;
+    }
+    return c;
+}
+
+const JwtProvider* Policy::find_jwt_provider(const std::string& name) const
+{
+    for (const JwtProvider& j : jwt_providers)
+        if (j.name == name)
+            return &j;
+    return nullptr;
+}
+
 const Cluster* Policy::find_cluster(const std::string& name) const
 {
     for (const Cluster& c : clusters)

@@ -7,11 +7,16 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace l7fast::policy {
+
+// A path_regex pattern compiled once (Router.hpp); shared and immutable, so
+// copies of a Policy share it.
+class CompiledRegex;
 
 // Where something was written, for error messages and `l7fastctl routes`.
 struct SourceLocation {
@@ -67,13 +72,17 @@ struct DaemonSettings {
 };
 
 // An IPv4 or IPv6 prefix ("10.0.0.0/8", "::1/128"); the address's host
-// bits must be zero.
+// bits must be zero. A bare address is a /32 or /128. Prefixes inside
+// ::ffff:0:0/96 are refused: an IPv4-mapped client address is compared as
+// the IPv4 address it maps.
 struct Cidr {
     int family = 0;                // AF_INET or AF_INET6
     std::array<uint8_t, 16> ip{};  // IPv4 in the first 4 bytes
     uint8_t prefix_len = 0;        // 0..32 or 0..128
 
-    std::string str() const;
+    std::string str() const;  // "10.0.0.0/8", "2001:db8::/32"
+    // `ip` holds 4 (AF_INET) or 16 (AF_INET6) bytes in network order; an
+    // IPv4-mapped IPv6 address counts as AF_INET.
     bool contains(int family, const uint8_t* ip) const;
     friend bool operator==(const Cidr&, const Cidr&) = default;
     static std::optional<Cidr> parse(const std::string& text, std::string* why);
@@ -136,7 +145,9 @@ struct HeaderCondition {
     enum class Kind { Present, Absent, Exact, Prefix };
     std::string name;   // lower-cased
     Kind kind = Kind::Present;
-    std::string value;  // Exact/Prefix; compared byte for byte with the first field line of that name
+    // Exact/Prefix: compared byte for byte with the header's value: every
+    // field line of that name, in order, joined with ", " (RFC 9110 5.3)
+    std::string value;
 };
 
 // A query parameter of the request target ("?a=1&b=2"): `name=value` pairs
@@ -165,6 +176,9 @@ struct RouteMatch {
     std::optional<std::string> host;    // lower-cased, without port; nullopt: any
     PathMatch path_kind = PathMatch::Any;
     std::string path;                   // Exact/Prefix: starts with '/'; Regex: the pattern
+    // Regex: `path` compiled (the loader sets it; Router fills it in for a
+    // hand-built Policy)
+    std::shared_ptr<const CompiledRegex> path_regex;
     std::vector<HeaderCondition> headers;
     std::vector<QueryCondition> query;
     std::vector<Cidr> sources;          // client address in any of them; empty: any
@@ -188,7 +202,9 @@ struct JwtProvider {
     std::vector<std::string> algorithms;   // accepted "alg" values; a key only verifies its own alg
     std::vector<JwtKey> keys;              // inline keys
     std::string jwks_file;                 // RFC 7517 key set, re-read when it changes; empty: none
-    // where the token is: a header (value after `prefix`, e.g. "Bearer ") or a cookie
+    // where the token is: the first field line of a header (its value after
+    // `from_prefix`, which is compared ASCII case-insensitively, as auth
+    // schemes are) or a cookie (from_prefix empty)
     RequestKey from{RequestKey::Kind::Header, "authorization"};
     std::string from_prefix = "Bearer ";
     std::chrono::seconds clock_skew{60};   // leeway for exp and nbf
@@ -210,8 +226,9 @@ struct HeaderValue {
 };
 
 // Applied in this order: remove, then set (replace every occurrence with one
-// line), then add (append a line). Framing and hop-by-hop fields (host,
-// content-length, transfer-encoding, connection, ...) cannot be changed.
+// line), then add (append a line); Mutation.hpp gives the exact bytes.
+// Framing and hop-by-hop fields (host, content-length, transfer-encoding,
+// connection, ...) cannot be changed.
 struct HeaderMutation {
     std::vector<std::string> remove;
     std::vector<HeaderValue> set;
@@ -253,7 +270,9 @@ struct RateLimit {
 // A response l7fast sends itself instead of forwarding.
 struct DirectResponse {
     uint16_t status = 200;
-    std::vector<HeaderValue> headers;  // Content-Length is added
+    // in order; Content-Length is added, and Content-Type: text/plain
+    // unless one of these is content-type (Responses.hpp gives the bytes)
+    std::vector<HeaderValue> headers;
     std::string body;
 };
 

@@ -6,9 +6,10 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <map>
-#include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -47,12 +48,53 @@ struct Claims {
 
 // The value a RequestKey names in this request, nullopt when the request has
 // none: a header's first field line value, a cookie's value, the client
-// address bytes (4 or 16), a claim's first value (needs `claims`).
+// address bytes (4 or 16; an IPv4-mapped IPv6 address gives 4), a claim's
+// first value (needs `claims`).
 std::optional<std::string> request_key(const RequestKey& key, const RequestView& request,
                                        const Claims* claims);
 
 // What a route's path condition compares: the target up to the first '?'.
 std::string_view request_path(std::string_view target);
+
+// The value of the first `name=value` pair of the query (after the first
+// '?', split on '&', split at the pair's first '='; a pair without '=' has
+// an empty value), byte for byte; nullopt when no pair has that name.
+std::optional<std::string_view> request_query_param(std::string_view target, std::string_view name);
+
+// The value of the first cookie called `name` (case-sensitive) in the
+// Cookie field lines, in order: each line is split on ';', each pair
+// trimmed of spaces and tabs and split at its first '='; pairs without '='
+// are skipped. The value is returned as sent (quotes included).
+std::optional<std::string_view> request_cookie(std::span<const HeaderField> headers, std::string_view name);
+
+// A path_regex pattern compiled with the safe regex engine (SafeRegex.hpp):
+// linear in the subject, whole-path matching.
+class CompiledRegex {
+public:
+    // nullptr on error, with the reason in *why and the byte offset in the
+    // pattern where it was found in *error_offset.
+    static std::shared_ptr<const CompiledRegex> compile(std::string_view pattern, std::string* why,
+                                                        size_t* error_offset);
+    bool full_match(std::string_view subject) const;
+
+    struct Engine;
+    explicit CompiledRegex(std::unique_ptr<Engine> engine);
+    ~CompiledRegex();
+
+private:
+    std::unique_ptr<Engine> engine_;
+};
+
+// Whether every condition of `m` holds for the request, the listener scope
+// aside: method, host, path, headers, query, source, then claims (with
+// `claims` nullptr no claim condition holds). Route matching and RBAC rules
+// share this.
+bool conditions_hold(const RouteMatch& m, const RequestView& request, const Claims* claims);
+
+// The verified claims of the request's token for a provider, or nullptr
+// when the request has no valid token for it; called at most once per
+// route evaluation, and only when every other condition of the route holds.
+using ClaimsLookup = std::function<const Claims*(const JwtProvider&)>;
 
 // What a route's host condition compares: the first Host field's value
 // without ":port" (an IPv6 literal keeps its brackets), lower-cased; nullopt
@@ -68,11 +110,14 @@ public:
     const Policy& policy() const { return policy_; }
 
     // Index in policy().routes of the first route that applies, or nullopt
-    // (the slow path answers 404). CONNECT is never routed.
-    std::optional<uint32_t> route(const RequestView& request) const;
+    // (the slow path answers 404). CONNECT is never routed. A route with
+    // claim conditions asks claims_for for its provider's verified claims;
+    // without claims_for (or when it returns nullptr) such a route does not
+    // apply.
+    std::optional<uint32_t> route(const RequestView& request, const ClaimsLookup& claims_for = {}) const;
 
     // Whether routes[index] applies, ignoring the routes before it.
-    bool matches(uint32_t index, const RequestView& request) const;
+    bool matches(uint32_t index, const RequestView& request, const ClaimsLookup& claims_for = {}) const;
 
     // Upstream choice, with the data plane's arithmetic (bpf/lib/select.h):
     // weights are cumulative and the choice is the first index whose
@@ -89,9 +134,8 @@ private:
     struct RouteScope {
         bool every_listener = true;
         std::vector<uint32_t> listeners;  // sorted, when !every_listener
+        std::optional<size_t> jwt;  // the route's provider, in policy_.jwt_providers
     };
-
-    bool header_conditions_hold(const RouteMatch& m, std::span<const HeaderField> headers) const;
 
     Policy policy_;
     std::vector<RouteScope> scopes_;  // parallel to policy_.routes

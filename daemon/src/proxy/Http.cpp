@@ -4,6 +4,8 @@
 #include <cstring>
 #include <memory>
 
+#include "policy/Responses.hpp"
+
 namespace l7fast::proxy {
 
 int parse_head(std::span<const char> bytes, bool is_request, l7_msg* out)
@@ -19,42 +21,9 @@ int parse_head(std::span<const char> bytes, bool is_request, l7_msg* out)
     return st;
 }
 
-const char* reason_phrase(int status)
+std::string make_response(int status, std::string_view body, bool close)
 {
-    switch (status) {
-    case 100: return "Continue";
-    case 200: return "OK";
-    case 204: return "No Content";
-    case 400: return "Bad Request";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 408: return "Request Timeout";
-    case 413: return "Content Too Large";
-    case 417: return "Expectation Failed";
-    case 429: return "Too Many Requests";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    case 505: return "HTTP Version Not Supported";
-    }
-    return "Unknown";
-}
-
-std::string make_response(int status, std::string_view body, bool close,
-                          std::string_view extra_headers)
-{
-    std::string r = "HTTP/1.1 " + std::to_string(status) + " " + reason_phrase(status) + "\r\n";
-    r += "content-type: text/plain\r\n";
-    r += "content-length: " + std::to_string(body.size()) + "\r\n";
-    if (close)
-        r += "connection: close\r\n";
-    r += extra_headers;
-    r += "\r\n";
-    r += body;
-    return r;
+    return policy::local_response(status, body, close).bytes;
 }
 
 long BodyFramer::feed(std::span<const char> bytes)

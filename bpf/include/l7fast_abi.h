@@ -23,7 +23,9 @@
 #include <linux/types.h>
 #endif
 
-#define L7_ABI_VERSION 1
+/* Bump whenever a map's layout or meaning changes: a daemon never adopts
+ * pinned maps of another ABI version (it starts clean instead). */
+#define L7_ABI_VERSION 2
 
 /* Sizes of the tables. Route sets are bitmaps of L7_MAX_ROUTES bits. */
 #define L7_GENS 2
@@ -190,7 +192,8 @@ struct l7_config {
 	__u32 flags;
 	__u64 generation;          /* policy generation number, for telemetry */
 	__u32 ingress_budget;      /* max bytes of one message sent socket-to-socket */
-	__u32 pad;
+	__u32 abi_version;         /* L7_ABI_VERSION of the daemon that created the maps:
+				    * a restarted daemon adopts pinned maps only when equal */
 	struct l7_gen_meta meta[L7_GENS];
 };
 

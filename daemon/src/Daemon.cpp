@@ -1,5 +1,6 @@
 #include "Daemon.hpp"
 
+#include <systemd/sd-bus.h>
 #include <systemd/sd-daemon.h>
 #include <time.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <random>
 #include <sstream>
 
+#include "common/FdStore.hpp"
 #include "common/Log.hpp"
 #include "control/DbusService.hpp"
 #include "policy/PolicyCompiler.hpp"
@@ -200,6 +202,53 @@ void Daemon::apply(std::unique_ptr<Prepared> p)
     placement_ = std::move(p->placement);
 }
 
+namespace {
+
+// Whether systemd is restarting this service right now (`systemctl
+// restart`, a package upgrade): then its job for our unit is a restart, and
+// the sockets in the fd store and the pinned data plane are handed to the
+// next instance instead of being torn down. Any doubt: no.
+bool systemd_restart_pending()
+{
+    sd_bus* bus = nullptr;
+    if (sd_bus_open_system(&bus) < 0)
+        return false;
+    bool restart = false;
+    sd_bus_error err = SD_BUS_ERROR_NULL;
+    sd_bus_message* reply = nullptr;
+    const char* unit = nullptr;
+    if (sd_bus_call_method(bus, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+                           "org.freedesktop.systemd1.Manager", "GetUnitByPID", &err, &reply, "u",
+                           static_cast<uint32_t>(::getpid())) >= 0 &&
+        sd_bus_message_read(reply, "o", &unit) >= 0) {
+        std::string unit_path = unit;
+        sd_bus_message_unref(reply);
+        reply = nullptr;
+        uint32_t job_id = 0;
+        const char* job_path = nullptr;
+        if (sd_bus_get_property(bus, "org.freedesktop.systemd1", unit_path.c_str(),
+                                "org.freedesktop.systemd1.Unit", "Job", &err, &reply, "(uo)") >= 0 &&
+            sd_bus_message_read(reply, "(uo)", &job_id, &job_path) >= 0 && job_id != 0) {
+            std::string jp = job_path;
+            char* type = nullptr;
+            if (sd_bus_get_property_string(bus, "org.freedesktop.systemd1", jp.c_str(),
+                                           "org.freedesktop.systemd1.Job", "JobType", &err,
+                                           &type) >= 0) {
+                std::string t = type;
+                restart = t == "restart" || t == "try-restart" || t == "reload-or-restart" ||
+                          t == "reload-or-try-restart";
+                std::free(type);
+            }
+        }
+    }
+    sd_bus_message_unref(reply);
+    sd_bus_error_free(&err);
+    sd_bus_flush_close_unref(bus);
+    return restart;
+}
+
+}  // namespace
+
 void Daemon::start()
 {
     started_ = std::chrono::steady_clock::now();
@@ -212,6 +261,8 @@ void Daemon::start()
               " routes, ", pol.clusters.size(), " clusters, ", pol.listeners.size(), " listeners)");
 
     const auto& d = pol.daemon;
+    // sockets a previous instance left in systemd's fd store (restart)
+    std::vector<FdStore::Inherited> inherited = FdStore::take_inherited();
     cgroup_ = d.cgroup.empty() ? dataplane::Features::cgroup2_mount() : d.cgroup;
     features_ = dataplane::Features::probe(cgroup_, d.bpffs);
     for (const auto& [k, v] : features_.report())
@@ -229,8 +280,11 @@ void Daemon::start()
             o.bpffs = d.bpffs;
             o.ingress_budget = d.ingress_budget;
             o.trace = opts_.trace;
+            o.adopt = !inherited.empty();
             dp_ = std::make_unique<dataplane::Dataplane>(o);
-            log::info("data plane loaded; sockops on ", cgroup_, ", pinned under ", d.bpffs);
+            log::info(dp_->adopted() ? "data plane adopted from the previous instance"
+                                     : "data plane loaded",
+                      "; sockops on ", cgroup_, ", pinned under ", d.bpffs);
         } catch (const dataplane::DataplaneError& e) {
             degraded_reason_ = e.what();
         }
@@ -239,11 +293,43 @@ void Daemon::start()
         log::warning("running degraded, every request takes the slow path: ", degraded_reason_);
 
     server_ = std::make_unique<proxy::ProxyServer>(io_, dp_.get(), d.offload_remote_clients);
+    // Restart: pooled connections first (they carry their pool ids, which
+    // the policy's compilation must reuse), then listeners, then clients.
+    bool adopting = dp_ && dp_->adopted();
+    size_t n_up = 0, n_cli = 0, n_lst = 0;
+    std::vector<int> listeners, clients;
+    for (const auto& f : inherited) {
+        char kind = f.name.empty() ? '?' : f.name[0];
+        if (kind == 'l') {
+            listeners.push_back(f.fd);
+        } else if (kind == 'u' && adopting) {
+            n_up += server_->pool().adopt(f.fd);
+        } else if (kind == 'c') {
+            clients.push_back(f.fd);
+        } else {
+            FdStore::get().remove(f.name);
+            ::close(f.fd);
+        }
+    }
+    n_lst = listeners.size();
+    server_->set_inherited_listeners(std::move(listeners));
     std::string why;
     auto p = prepare(std::move(pol), &why);
     if (!p)
         throw std::runtime_error(why);
     apply(std::move(p));
+    for (int fd : clients)
+        n_cli += server_->adopt_client(fd);
+    if (adopting) {
+        server_->pool().reconcile_adopted();
+        for (const auto& k : dp_->conn_keys())
+            if (!server_->has_session(k))
+                dp_->conn_forget(k);
+    }
+    if (!inherited.empty())
+        log::notice("took over from the previous instance: ", n_lst, " listening sockets, ", n_cli,
+                    " of ", clients.size(), " client connections, ", n_up,
+                    " pooled upstream connections");
 
     if (dp_)
         watch_events();
@@ -341,6 +427,20 @@ void Daemon::handle_signal(int sig)
                 handle_signal(s);
         });
         return;
+    }
+    if (FdStore::get().enabled() && systemd_restart_pending()) {
+        // Hand over: the fd store keeps every connection open and the pins
+        // keep the data plane running; the next instance adopts both.
+        // Nothing is closed or shut down on the way out.
+        log::notice("restarting: handing the data plane and ", server_ ? server_->sessions() : 0,
+                    " client connections over to the next instance");
+        sd_notify(0, "STOPPING=1");
+        FdStore::get().freeze();
+        if (dp_)
+            dp_->handover();
+        dp_.reset();
+        std::fflush(nullptr);
+        std::_Exit(0);
     }
     log::info("stopping on signal ", sig);
     sd_notify(0, "STOPPING=1");

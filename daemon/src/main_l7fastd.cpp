@@ -1,6 +1,7 @@
 // l7fastd: enforces the HTTP policy in /etc/l7fast/policy.toml with the eBPF
 // data plane, and in user space wherever the kernel cannot.
 #include <getopt.h>
+#include <sys/resource.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -116,6 +117,13 @@ int main(int argc, char** argv)
         std::printf("policy OK: %zu listeners, %zu clusters, %zu routes\n", pol.listeners.size(),
                     pol.clusters.size(), pol.routes.size());
         return 0;
+    }
+    // every connection is a descriptor (two, with a pooled upstream): use
+    // all the descriptors the hard limit allows
+    rlimit nofile{};
+    if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+        nofile.rlim_cur = nofile.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &nofile);
     }
     try {
         Daemon daemon(opts);

@@ -7,6 +7,7 @@ in the test cgroup (that is where l7fastd attaches sockops). The test process
 itself moves into the cgroup for local clients (Env.local()) and stays out of
 it for remote ones.
 """
+import array
 import contextlib
 import json
 import os
@@ -17,6 +18,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -127,11 +129,31 @@ class Backend:
                 self.proc.kill()
 
 
+# Execs l7fastd with the given descriptors renumbered to 3, 4, ... and
+# LISTEN_PID set to its own pid, as systemd passes its fd store back.
+_LAUNCHER = """
+import fcntl, os, sys
+fds = [int(x) for x in sys.argv[1].split(",") if x]
+high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 1000) for fd in fds]
+for fd in fds:
+    os.close(fd)
+for i, h in enumerate(high):
+    os.dup2(h, 3 + i)
+    os.close(h)
+os.execve(sys.argv[2], sys.argv[2:], dict(os.environ, LISTEN_PID=str(os.getpid())))
+"""
+
+
 class Daemon:
-    """A real l7fastd with its own policy file, bpffs directory and cgroup."""
+    """A real l7fastd with its own policy file, bpffs directory and cgroup.
+
+    With fdstore=True this object also plays systemd's file descriptor store
+    (sd_notify FDSTORE=1 / FDSTOREREMOVE=1, LISTEN_FDS on the next start),
+    so kill9_and_restart() restarts l7fastd the way systemd would after a
+    crash."""
 
     def __init__(self, policy_body, cgroup, workdir, extra_args=(), daemon_settings="",
-                 policy_dir=None, bus_env=None):
+                 policy_dir=None, bus_env=None, fdstore=False):
         self.cgroup = cgroup
         self.workdir = Path(workdir)
         self.bpffs = f"/sys/fs/bpf/l7fast-test-{os.getpid()}-{id(self) & 0xffff:x}"
@@ -144,34 +166,112 @@ class Daemon:
         self.notify_path = self.workdir / "notify.sock"
         self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.notify.bind(str(self.notify_path))
-        self.notify.settimeout(30)
+        self.notify.settimeout(0.2)
         self.notifications = []
-        env = dict(bus_env or os.environ, NOTIFY_SOCKET=str(self.notify_path))
-        env.pop("JOURNAL_STREAM", None)
+        self.seen = 0  # notifications wait_notify has looked at
+        self.cond = threading.Condition()
+        self.closing = False
+        self.reader = threading.Thread(target=self._read_notify, daemon=True)
+        self.fdstore = fdstore
+        self.store = {}  # FDNAME -> our copies of the descriptors
+        self.env = dict(bus_env or os.environ, NOTIFY_SOCKET=str(self.notify_path))
+        self.env.pop("JOURNAL_STREAM", None)
+        if fdstore:
+            self.env["L7FAST_FDSTORE"] = "1"
+        self.args = [str(L7FASTD), "--config", str(self.policy), "--policy-dir", str(self.policy_dir),
+                     "--log-level", "debug", *extra_args]
         self.logf = open(self.log_path, "w")
-        self.proc = subprocess.Popen(
-            [str(L7FASTD), "--config", str(self.policy), "--policy-dir", str(self.policy_dir),
-             "--log-level", "debug", *extra_args],
-            stdout=self.logf, stderr=subprocess.STDOUT, env=env,
-            preexec_fn=lambda: cgroup.add(os.getpid()))
+        self.reader.start()
+        self._spawn()
         self.wait_notify("READY=1")
+
+    def _read_notify(self):
+        # like the service manager, read notifications as they come: a
+        # daemon storing many sockets must never find the queue full
+        while not self.closing:
+            try:
+                msg, fds = self._recv()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            with self.cond:
+                self._handle(msg, fds)
+                self.cond.notify_all()
+
+    def _spawn(self):
+        env = dict(self.env)
+        names, fds = [], []
+        for name, held in self.store.items():
+            for fd in held:
+                names.append(name)
+                fds.append(fd)
+        cmd = self.args
+        if fds:
+            env["LISTEN_FDS"] = str(len(fds))
+            env["LISTEN_FDNAMES"] = ":".join(names)
+            cmd = [PYTHON, "-c", _LAUNCHER, ",".join(map(str, fds)), *self.args]
+        cgroup = self.cgroup
+        self.proc = subprocess.Popen(cmd, stdout=self.logf, stderr=subprocess.STDOUT, env=env,
+                                     pass_fds=fds, preexec_fn=lambda: cgroup.add(os.getpid()))
+
+    def kill9_and_restart(self, downtime=0.0, during=None):
+        """SIGKILL, optionally `during()` while nothing runs, then start again
+        with the stored descriptors; returns when the new daemon is READY."""
+        self.proc.kill()
+        self.proc.wait()
+        time.sleep(0.3)  # the reader takes what the daemon sent before it died
+        with self.cond:
+            self.seen = len(self.notifications)
+        if during:
+            during()
+        time.sleep(downtime)
+        self.logf.write("\n----- restarted by the test -----\n")
+        self.logf.flush()
+        self._spawn()
+        self.wait_notify("READY=1")
+
+    def _recv(self):
+        fds = array.array("i")
+        msg, anc, _, _ = self.notify.recvmsg(4096, socket.CMSG_SPACE(253 * fds.itemsize))
+        for level, kind, data in anc:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.frombytes(data[:len(data) - (len(data) % fds.itemsize)])
+        return msg.decode(), list(fds)
+
+    def _handle(self, msg, fds):
+        self.notifications.append(msg)
+        fields = dict(line.split("=", 1) for line in msg.split("\n") if "=" in line)
+        name = fields.get("FDNAME", "stored")
+        if fields.get("FDSTORE") == "1" and self.fdstore:
+            self.store.setdefault(name, []).extend(fds)
+            fds = []
+        if fields.get("FDSTOREREMOVE") == "1":
+            for fd in self.store.pop(name, []):
+                os.close(fd)
+        for fd in fds:
+            os.close(fd)
+
+    def stored(self, prefix=""):
+        return sum(len(v) for k, v in self.store.items() if k.startswith(prefix))
 
     def write_policy(self, body):
         self.policy.write_text(self.header + body)
 
     def wait_notify(self, needle, timeout=30.0):
+        """The next notification (after the ones already looked at) that
+        contains `needle`."""
         deadline = time.time() + timeout
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"l7fastd exited with {self.proc.returncode}:\n{self.log()}")
-            try:
-                self.notify.settimeout(max(0.1, deadline - time.time()))
-                msg = self.notify.recv(4096).decode()
-            except socket.timeout:
-                break
-            self.notifications.append(msg)
-            if needle in msg:
-                return msg
+        with self.cond:
+            while time.time() < deadline:
+                while self.seen < len(self.notifications):
+                    msg = self.notifications[self.seen]
+                    self.seen += 1
+                    if needle in msg:
+                        return msg
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"l7fastd exited with {self.proc.returncode}:\n{self.log()}")
+                self.cond.wait(0.1)
         raise RuntimeError(f"l7fastd did not notify {needle!r}:\n{self.log()}")
 
     def reload(self):
@@ -209,7 +309,13 @@ class Daemon:
                 self.proc.kill()
                 self.proc.wait()
         self.logf.close()
+        self.closing = True
+        self.reader.join()
         self.notify.close()
+        for held in self.store.values():
+            for fd in held:
+                os.close(fd)
+        self.store = {}
         return self.proc.returncode
 
 

@@ -73,21 +73,18 @@ Dataplane::Dataplane(const DataplaneOptions& opts) : opts_(opts)
     if (ncpus_ <= 0)
         throw DataplaneError("cannot count possible CPUs: " + errstr(ncpus_));
 
-    skel_ = l7fast_bpf__open();
-    if (!skel_)
-        throw DataplaneError("opening the embedded BPF object: " + errstr(errno));
-    // load-time specialisation: the verifier prunes what these disable
-    skel_->rodata->cfg_trace = opts_.trace ? 1 : 0;
-    int err = l7fast_bpf__load(skel_);
-    if (err) {
-        l7fast_bpf__destroy(skel_);
-        skel_ = nullptr;
-        throw DataplaneError("the kernel rejected the data plane (" + errstr(err) +
-                             "); verifier/libbpf said:" + libbpf_tail(12));
-    }
+    std::string why;
+    if (opts_.adopt && !pins_adoptable(&why))
+        log::notice("not adopting the pinned data plane in ", opts_.bpffs, ": ", why,
+                    "; starting clean (open connections are closed)");
+    if (!(opts_.adopt && why.empty() && load(true)))
+        load(false);
     try {
         attach();
-        pin();
+        if (adopted_)
+            recover_state();
+        else
+            pin();
         slot_stride_ = (sizeof(l7_slot) + 7) & ~size_t(7);
         slots_len_ = (L7_MAX_SLOTS * slot_stride_ + 4095) & ~size_t(4095);
         void* p = ::mmap(nullptr, slots_len_, PROT_READ | PROT_WRITE, MAP_SHARED,
@@ -100,10 +97,105 @@ Dataplane::Dataplane(const DataplaneOptions& opts) : opts_(opts)
         if (!events_)
             throw DataplaneError("opening the event ring: " + errstr(errno));
         config_.ingress_budget = opts_.ingress_budget;
+        config_.abi_version = L7_ABI_VERSION;
         write_config();
     } catch (...) {
         release();
         throw;
+    }
+}
+
+// Opens and loads the object; with `adopt`, every map reuses its pin under
+// <bpffs>/maps. Returns false when adopting failed (the caller retries
+// clean); throws when the kernel rejects the programs.
+bool Dataplane::load(bool adopt)
+{
+    skel_ = l7fast_bpf__open();
+    if (!skel_)
+        throw DataplaneError("opening the embedded BPF object: " + errstr(errno));
+    // load-time specialisation: the verifier prunes what these disable
+    skel_->rodata->cfg_trace = opts_.trace ? 1 : 0;
+    if (adopt) {
+        bpf_map* map;
+        bpf_object__for_each_map(map, skel_->obj)
+        {
+            const char* name = bpf_map__name(map);
+            if (std::strchr(name, '.'))
+                continue;
+            std::string path = (fs::path(opts_.bpffs) / "maps" / name).string();
+            bpf_map__set_pin_path(map, path.c_str());
+        }
+    } else {
+        std::error_code ec;
+        // A previous instance that died leaves its pins; they describe state
+        // this instance does not adopt, so they go.
+        if (fs::exists(opts_.bpffs, ec)) {
+            log::notice("removing stale data-plane pins in ", opts_.bpffs);
+            fs::remove_all(opts_.bpffs, ec);
+        }
+    }
+    int err = l7fast_bpf__load(skel_);
+    if (err) {
+        l7fast_bpf__destroy(skel_);
+        skel_ = nullptr;
+        if (adopt) {
+            log::notice("cannot adopt the pinned data-plane maps (", errstr(err),
+                        "): starting clean (open connections are closed)");
+            return false;
+        }
+        throw DataplaneError("the kernel rejected the data plane (" + errstr(err) +
+                             "); verifier/libbpf said:" + libbpf_tail(12));
+    }
+    adopted_ = adopt;
+    return true;
+}
+
+bool Dataplane::pins_adoptable(std::string* why) const
+{
+    std::string cfg = (fs::path(opts_.bpffs) / "maps" / "l7_config").string();
+    int fd = bpf_obj_get(cfg.c_str());
+    if (fd < 0) {
+        *why = "nothing pinned (" + errstr(errno) + ")";
+        return false;
+    }
+    Fd guard(fd);
+    bpf_map_info info{};
+    uint32_t len = sizeof(info);
+    uint32_t zero = 0;
+    l7_config c{};
+    if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0 || info.value_size != sizeof(c) ||
+        bpf_map_lookup_elem(fd, &zero, &c) != 0) {
+        *why = "the pinned maps are of another layout";
+        return false;
+    }
+    if (c.abi_version != L7_ABI_VERSION) {
+        *why = "the pinned maps are of ABI " + std::to_string(c.abi_version) + ", this is " +
+               std::to_string(L7_ABI_VERSION);
+        return false;
+    }
+    std::error_code ec;
+    if (!fs::exists(fs::path(opts_.bpffs) / "links" / "sockops", ec)) {
+        *why = "no pinned sockops link";
+        return false;
+    }
+    return true;
+}
+
+// After adopting: the configuration and the string keys of both
+// generations as the previous daemon left them.
+void Dataplane::recover_state()
+{
+    uint32_t zero = 0;
+    if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.l7_config), &zero, &config_) != 0)
+        throw DataplaneError("reading the adopted l7_config: " + errstr(errno));
+    active_gen_ = config_.active_gen & 1;
+    int sfd = bpf_map__fd(skel_->maps.l7_match);
+    l7_match_key cur{}, next{};
+    const void* prev = nullptr;
+    while (bpf_map_get_next_key(sfd, prev, &next) == 0) {
+        strings_[next.gen & 1].push_back(next);
+        cur = next;
+        prev = &cur;
     }
 }
 
@@ -121,16 +213,20 @@ void Dataplane::release() noexcept
     }
     if (!skel_)
         return;
-    for (size_t i = 0; i < attached_map_fds_.size(); i++)
-        bpf_prog_detach2(map_attachments_[i].first, attached_map_fds_[i],
-                         static_cast<bpf_attach_type>(map_attachments_[i].second));
+    // Handing over: the pins keep the maps and the link (and so the
+    // programs attached to them) alive for the next daemon.
+    if (!handover_)
+        for (size_t i = 0; i < attached_map_fds_.size(); i++)
+            bpf_prog_detach2(map_attachments_[i].first, attached_map_fds_[i],
+                             static_cast<bpf_attach_type>(map_attachments_[i].second));
     attached_map_fds_.clear();
     map_attachments_.clear();
+    if (!handover_)
+        unpin();
     if (sockops_link_) {
         bpf_link__destroy(sockops_link_);
         sockops_link_ = nullptr;
     }
-    unpin();
     l7fast_bpf__destroy(skel_);
     skel_ = nullptr;
 }
@@ -140,10 +236,21 @@ void Dataplane::attach()
     cgroup_fd_.reset(::open(opts_.cgroup.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!cgroup_fd_.valid())
         throw DataplaneError("opening cgroup " + opts_.cgroup + ": " + errstr(errno));
-    sockops_link_ = bpf_program__attach_cgroup(skel_->progs.l7_sockops, cgroup_fd_.get());
-    if (!sockops_link_) {
-        int e = errno;
-        throw DataplaneError("attaching sockops to " + opts_.cgroup + ": " + errstr(e));
+    std::string link_pin = (fs::path(opts_.bpffs) / "links" / "sockops").string();
+    if (adopted_) {
+        // the pinned link stays attached; it runs this instance's program
+        sockops_link_ = bpf_link__open(link_pin.c_str());
+        if (!sockops_link_)
+            throw DataplaneError("opening the pinned sockops link: " + errstr(errno));
+        int err = bpf_link__update_program(sockops_link_, skel_->progs.l7_sockops);
+        if (err)
+            throw DataplaneError("updating the pinned sockops link: " + errstr(err));
+    } else {
+        sockops_link_ = bpf_program__attach_cgroup(skel_->progs.l7_sockops, cgroup_fd_.get());
+        if (!sockops_link_) {
+            int e = errno;
+            throw DataplaneError("attaching sockops to " + opts_.cgroup + ": " + errstr(e));
+        }
     }
     struct {
         bpf_program* prog;
@@ -171,12 +278,6 @@ void Dataplane::pin()
 {
     std::error_code ec;
     fs::path dir(opts_.bpffs);
-    // A previous instance that died leaves its pins; they describe state this
-    // instance does not adopt, so they go.
-    if (fs::exists(dir, ec)) {
-        log::notice("removing stale data-plane pins in ", dir.string());
-        fs::remove_all(dir, ec);
-    }
     fs::create_directories(dir / "maps", ec);
     fs::create_directories(dir / "links", ec);
     if (ec)
@@ -373,6 +474,52 @@ void Dataplane::conn_forget(const l7_conn_key& k)
     bpf_map_delete_elem(bpf_map__fd(skel_->maps.l7_conns), &k);
     bpf_map_delete_elem(bpf_map__fd(skel_->maps.l7_conn_user), &k);
     bpf_map_delete_elem(bpf_map__fd(skel_->maps.l7_sk_remote), &k);
+}
+
+uint64_t Dataplane::conn_user_done(const l7_conn_key& k) const
+{
+    l7_conn_user u{};
+    if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.l7_conn_user), &k, &u) != 0)
+        return 0;
+    return u.u_done;
+}
+
+std::vector<l7_conn_key> Dataplane::conn_keys() const
+{
+    std::vector<l7_conn_key> out;
+    int fd = bpf_map__fd(skel_->maps.l7_conns);
+    l7_conn_key cur{}, next{};
+    const void* prev = nullptr;
+    while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+        out.push_back(next);
+        cur = next;
+        prev = &cur;
+    }
+    return out;
+}
+
+std::optional<uint32_t> Dataplane::slot_by_tuple(const l7_conn_key& k) const
+{
+    uint32_t id = 0;
+    if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.l7_slot_by_tuple), &k, &id) != 0)
+        return std::nullopt;
+    return id;
+}
+
+std::vector<std::pair<l7_conn_key, uint32_t>> Dataplane::slot_tuples() const
+{
+    std::vector<std::pair<l7_conn_key, uint32_t>> out;
+    int fd = bpf_map__fd(skel_->maps.l7_slot_by_tuple);
+    l7_conn_key cur{}, next{};
+    const void* prev = nullptr;
+    while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+        uint32_t id = 0;
+        if (bpf_map_lookup_elem(fd, &next, &id) == 0)
+            out.emplace_back(next, id);
+        cur = next;
+        prev = &cur;
+    }
+    return out;
 }
 
 l7_slot* Dataplane::slot(uint32_t id) const

@@ -36,6 +36,10 @@ struct DataplaneOptions {
     std::string bpffs;      // pin directory, e.g. /sys/fs/bpf/l7fast
     uint32_t ingress_budget = 65536;
     bool trace = false;     // decision trace events (debugging)
+    // Take over the maps and the sockops link a previous l7fastd pinned
+    // (restart without dropping connections) when they are of this ABI
+    // version; otherwise, or when false, start clean.
+    bool adopt = false;
 };
 
 class Dataplane {
@@ -43,7 +47,13 @@ public:
     // Loads, attaches and pins. Throws DataplaneError with an explanation
     // (the verifier's last lines when a program is rejected).
     explicit Dataplane(const DataplaneOptions& opts);
+    // Detaches and unpins everything, unless handed over (see handover()).
     ~Dataplane();
+    // Whether the pinned state of a previous daemon was taken over.
+    bool adopted() const { return adopted_; }
+    // Leave the pinned maps, the sockops link and the programs attached to
+    // the maps in place at destruction, for the next l7fastd to adopt.
+    void handover() { handover_ = true; }
     Dataplane(const Dataplane&) = delete;
     Dataplane& operator=(const Dataplane&) = delete;
 
@@ -72,11 +82,17 @@ public:
     // Clears k_outstanding after the daemon finished a kernel exchange.
     void conn_clear_outstanding(const l7_conn_key& k);
     void conn_forget(const l7_conn_key& k);
+    // l7_conn_user.u_done (0 when absent)
+    uint64_t conn_user_done(const l7_conn_key& k) const;
+    // every key of l7_conns (adoption: forget the ones without a session)
+    std::vector<l7_conn_key> conn_keys() const;
 
     // ---- upstream pool -----------------------------------------------------
     l7_slot* slot(uint32_t id) const;
     bool slot_register_tuple(const l7_conn_key& k, uint32_t id);
     void slot_unregister_tuple(const l7_conn_key& k);
+    std::optional<uint32_t> slot_by_tuple(const l7_conn_key& k) const;
+    std::vector<std::pair<l7_conn_key, uint32_t>> slot_tuples() const;
     bool insert_upstream_socket(uint32_t id, int fd);
     void remove_slot_sockets(uint32_t id);
 
@@ -97,6 +113,9 @@ private:
     void pin();
     void unpin();
     void write_config();
+    bool load(bool adopt);
+    bool pins_adoptable(std::string* why) const;
+    void recover_state();
 
     DataplaneOptions opts_;
     struct ::l7fast_bpf* skel_ = nullptr;
@@ -114,6 +133,8 @@ private:
     // match keys written per generation, so a later install can delete them
     std::vector<l7_match_key> strings_[L7_GENS];
     int ncpus_ = 1;
+    bool adopted_ = false;
+    bool handover_ = false;
 };
 
 }  // namespace l7fast::dataplane

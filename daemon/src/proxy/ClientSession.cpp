@@ -6,6 +6,7 @@
 #include <cstring>
 #include <random>
 
+#include "common/FdStore.hpp"
 #include "common/Log.hpp"
 #include "dataplane/Dataplane.hpp"
 #include "policy/Router.hpp"
@@ -53,8 +54,13 @@ void Deadline::disarm()
 }
 
 ClientSession::ClientSession(ProxyServer& server, tcp::socket sock, const l7_conn_key& key,
-                             const policy::SocketAddress& listener, bool tracked)
-    : server_(server), sock_(std::move(sock)), key_(key), listener_(listener), tracked_(tracked)
+                             const policy::SocketAddress& listener, bool tracked, uint64_t answered)
+    : server_(server),
+      sock_(std::move(sock)),
+      key_(key),
+      listener_(listener),
+      tracked_(tracked),
+      answered_(answered)
 {
 }
 
@@ -82,6 +88,7 @@ void ClientSession::finish()
     if (finished_)
         return;
     finished_ = true;
+    FdStore::get().remove(client_store_name(key_));
     error_code ig;
     sock_.shutdown(tcp::socket::shutdown_send, ig);
     sock_.close(ig);

@@ -40,8 +40,10 @@ private:
 
 class ClientSession : public std::enable_shared_from_this<ClientSession> {
 public:
+    // `answered`: requests of this connection already answered by the slow
+    // path (non-zero for a connection adopted from a previous l7fastd).
     ClientSession(ProxyServer& server, tcp::socket sock, const l7_conn_key& key,
-                  const policy::SocketAddress& listener, bool tracked);
+                  const policy::SocketAddress& listener, bool tracked, uint64_t answered = 0);
     void start();
 
     // Kernel exchanges the data plane could not finish.

@@ -1,10 +1,13 @@
 #include "proxy/ProxyServer.hpp"
 
+#include <arpa/inet.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <ctime>
 
+#include "common/FdStore.hpp"
 #include "common/Log.hpp"
 #include "dataplane/Dataplane.hpp"
 #include "policy/Router.hpp"
@@ -25,7 +28,48 @@ tcp::endpoint to_endpoint(const policy::SocketAddress& a)
     return {asio::ip::address_v4(b), a.port};
 }
 
+std::string hex(const void* p, size_t n)
+{
+    static const char digits[] = "0123456789abcdef";
+    std::string s;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t b = static_cast<const uint8_t*>(p)[i];
+        s += digits[b >> 4];
+        s += digits[b & 15];
+    }
+    return s;
+}
+
+std::string listener_store_name(const policy::SocketAddress& a)
+{
+    return "l" + std::to_string(a.port) + "." + hex(a.ip.data(), a.family == AF_INET6 ? 16 : 4);
+}
+
+bool local_address_of(int fd, policy::SocketAddress* out)
+{
+    sockaddr_storage ss{};
+    socklen_t len = sizeof(ss);
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0)
+        return false;
+    *out = policy::SocketAddress{};
+    out->family = ss.ss_family;
+    if (ss.ss_family == AF_INET6) {
+        auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
+        std::memcpy(out->ip.data(), &a->sin6_addr, 16);
+        out->port = ntohs(a->sin6_port);
+    } else if (ss.ss_family == AF_INET) {
+        auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+        std::memcpy(out->ip.data(), &a->sin_addr, 4);
+        out->port = ntohs(a->sin_port);
+    } else {
+        return false;
+    }
+    return true;
+}
+
 }  // namespace
+
+std::string client_store_name(const l7_conn_key& k) { return "c" + hex(&k, sizeof(k)); }
 
 const policy::Policy& PolicyRuntime::policy() const { return router->policy(); }
 
@@ -90,6 +134,20 @@ void ProxyServer::apply(std::shared_ptr<const PolicyRuntime> rt)
         l->acceptor = std::make_unique<tcp::acceptor>(io_);
         tcp::endpoint ep = to_endpoint(addr);
         error_code ec;
+        bool inherited = false;
+        for (int& fd : inherited_listeners_) {
+            policy::SocketAddress bound;
+            if (fd >= 0 && local_address_of(fd, &bound) && bound == addr) {
+                l->acceptor->assign(ep.protocol(), fd, ec);
+                fd = -1;
+                inherited = !ec;
+                break;
+            }
+        }
+        if (inherited) {
+            opened.push_back(std::move(l));
+            continue;
+        }
         l->acceptor->open(ep.protocol(), ec);
         if (!ec)
             l->acceptor->set_option(tcp::acceptor::reuse_address(true), ec);
@@ -101,8 +159,20 @@ void ProxyServer::apply(std::shared_ptr<const PolicyRuntime> rt)
             l->acceptor->listen(asio::socket_base::max_listen_connections, ec);
         if (ec)
             throw std::runtime_error("cannot listen on " + addr.str() + ": " + ec.message());
+        FdStore::get().add(l->acceptor->native_handle(), listener_store_name(addr));
         opened.push_back(std::move(l));
     }
+    // inherited listeners the policy no longer has
+    for (int& fd : inherited_listeners_) {
+        policy::SocketAddress bound;
+        if (fd < 0)
+            continue;
+        if (local_address_of(fd, &bound))
+            FdStore::get().remove(listener_store_name(bound));
+        ::close(fd);
+        fd = -1;
+    }
+    inherited_listeners_.clear();
 
     // Phase 2: commit. Listeners the policy dropped stop accepting; their
     // connections carry on.
@@ -116,6 +186,7 @@ void ProxyServer::apply(std::shared_ptr<const PolicyRuntime> rt)
     for (auto& old : listening_) {
         if (old) {
             log::info("no longer listening on ", old->address.str());
+            FdStore::get().remove(listener_store_name(old->address));
             error_code ig;
             old->acceptor->close(ig);
         }
@@ -191,10 +262,54 @@ awaitable<void> ProxyServer::accept_loop(std::shared_ptr<Listening> l)
             if (tracked)
                 dp_->conn_set_user_done(key, 0);
         }
-        auto session = std::make_shared<ClientSession>(*this, std::move(sock), key, addr, tracked);
-        session_started(key, session);
-        session->start();
+        FdStore::get().add(sock.native_handle(), client_store_name(key));
+        start_session(std::move(sock), key, addr, tracked, 0);
     }
+}
+
+void ProxyServer::start_session(tcp::socket sock, const l7_conn_key& key,
+                                const policy::SocketAddress& addr, bool tracked, uint64_t answered)
+{
+    auto session = std::make_shared<ClientSession>(*this, std::move(sock), key, addr, tracked, answered);
+    session_started(key, session);
+    session->start();
+}
+
+void ProxyServer::set_inherited_listeners(std::vector<int> fds) { inherited_listeners_ = std::move(fds); }
+
+bool ProxyServer::adopt_client(int fd)
+{
+    l7_conn_key key{};
+    policy::SocketAddress local;
+    bool ok = dataplane::conn_key_of(fd, false, &key) && local_address_of(fd, &local);
+    const Listening* lst = nullptr;
+    for (const auto& l : listening_)
+        if (ok && (l->address == local ||
+                   (l->address.is_wildcard() && l->address.port == local.port &&
+                    l->address.family == local.family)))
+            lst = l.get();
+    std::optional<l7_conn> c = ok && dp_ ? dp_->conn(key) : std::nullopt;
+    uint64_t done = c ? dp_->conn_user_done(key) : 0;
+    // the previous daemon had read (part of) a request it had not answered:
+    // where that request ends is lost with it
+    bool mid_exchange = c && c->mode == L7_MODE_KERNEL && c->u_sent != done;
+    if (!ok || !lst || mid_exchange || sessions_.count(key)) {
+        if (ok)
+            FdStore::get().remove(client_store_name(key));
+        if (c)
+            dp_->conn_forget(key);
+        ::close(fd);
+        return false;
+    }
+    tcp::socket sock(io_);
+    error_code ec;
+    sock.assign(local.family == AF_INET6 ? tcp::v6() : tcp::v4(), fd, ec);
+    if (ec) {
+        ::close(fd);
+        return false;
+    }
+    start_session(std::move(sock), key, lst->address, c.has_value(), done);
+    return true;
 }
 
 void ProxyServer::session_started(const l7_conn_key& k, const std::shared_ptr<ClientSession>& s)

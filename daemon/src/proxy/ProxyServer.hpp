@@ -45,6 +45,9 @@ struct PolicyRuntime {
 // Send buffer for sockets the data plane redirects into (see .cpp).
 void set_large_sndbuf(int fd);
 
+// Name of a client connection's socket in the fd store.
+std::string client_store_name(const l7_conn_key& k);
+
 struct ConnKeyLess {
     bool operator()(const l7_conn_key& a, const l7_conn_key& b) const;
 };
@@ -58,6 +61,13 @@ public:
     // removes (their connections stay), keeps the rest. Throws on a listener
     // that cannot be opened (the caller keeps the old policy then).
     void apply(std::shared_ptr<const PolicyRuntime> rt);
+    // Restart: listening sockets a previous l7fastd left in the fd store;
+    // apply() uses the one bound to a policy listener's address instead of
+    // opening a new one, and closes the rest.
+    void set_inherited_listeners(std::vector<int> fds);
+    // Restart: a client connection the previous l7fastd accepted. Resumed
+    // unless that daemon was in the middle of answering it (then closed).
+    bool adopt_client(int fd);
     std::shared_ptr<const PolicyRuntime> runtime() const { return rt_; }
     void stop();
 
@@ -93,6 +103,7 @@ public:
     void count_no_route() { no_route_++; }
 
     void session_started(const l7_conn_key& k, const std::shared_ptr<ClientSession>& s);
+    bool has_session(const l7_conn_key& k) const { return sessions_.count(k) != 0; }
     void session_ended(const l7_conn_key& k);
 
 private:
@@ -104,6 +115,8 @@ private:
     };
 
     awaitable<void> accept_loop(std::shared_ptr<Listening> l);
+    void start_session(tcp::socket sock, const l7_conn_key& key, const policy::SocketAddress& addr,
+                       bool tracked, uint64_t answered);
     void on_exchange_end(KernelExchangeEnd end);
     std::shared_ptr<ClientSession> session_for(const l7_conn_key& k);
 
@@ -112,6 +125,7 @@ private:
     bool offload_remote_;
     UpstreamPool pool_;
     std::shared_ptr<const PolicyRuntime> rt_;
+    std::vector<int> inherited_listeners_;
     std::vector<std::shared_ptr<Listening>> listening_;
     std::map<policy::SocketAddress, uint32_t> listener_ids_;
     std::map<l7_conn_key, std::weak_ptr<ClientSession>, ConnKeyLess> sessions_;

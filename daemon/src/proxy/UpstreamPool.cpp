@@ -1,13 +1,16 @@
 #include "proxy/UpstreamPool.hpp"
 
+#include <arpa/inet.h>
 #include <netinet/tcp.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstring>
 
+#include "common/FdStore.hpp"
 #include "common/Log.hpp"
 #include "dataplane/Dataplane.hpp"
 #include "proxy/ProxyServer.hpp"
@@ -62,6 +65,8 @@ sockaddr_storage to_storage(const tcp::endpoint& e)
     std::memcpy(&ss, e.data(), e.size());
     return ss;
 }
+
+std::string store_name(uint32_t slot) { return "u" + std::to_string(slot); }
 
 int pending_bytes(int fd)
 {
@@ -268,6 +273,7 @@ awaitable<UpstreamPtr> UpstreamPool::connect_slot(uint32_t pool_id, uint32_t id,
     if (ec)
         co_return fail(ec);
     set_large_sndbuf(sock.native_handle());
+    FdStore::get().add(sock.native_handle(), store_name(id));
     if (dp_ && !dp_->insert_upstream_socket(id, sock.native_handle())) {
         log::warning("pool ", ep, ": cannot add the connection to the data plane (",
                      std::strerror(errno), "); it serves the slow path only");
@@ -532,9 +538,85 @@ void UpstreamPool::sweep(std::chrono::milliseconds timeout)
     warm_all();
 }
 
+bool UpstreamPool::adopt(int fd)
+{
+    l7_conn_key key{};
+    sockaddr_storage peer{};
+    socklen_t plen = sizeof(peer);
+    std::optional<uint32_t> id;
+    if (dp_ && dataplane::conn_key_of(fd, true, &key) &&
+        ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &plen) == 0)
+        id = dp_->slot_by_tuple(key);
+    l7_slot* s = id ? slot(*id) : nullptr;
+    uint64_t st = s ? state_of(s).load() : uint64_t(L7_SLOT_EMPTY);
+    policy::SocketAddress addr;
+    if (s) {
+        addr.family = peer.ss_family;
+        if (peer.ss_family == AF_INET6) {
+            auto* a = reinterpret_cast<sockaddr_in6*>(&peer);
+            std::memcpy(addr.ip.data(), &a->sin6_addr, 16);
+            addr.port = ntohs(a->sin6_port);
+        } else {
+            auto* a = reinterpret_cast<sockaddr_in*>(&peer);
+            std::memcpy(addr.ip.data(), &a->sin_addr, 4);
+            addr.port = ntohs(a->sin_port);
+        }
+    }
+    auto known = ids_.find(addr);
+    bool usable = s && !conns_[*id] && (st == L7_SLOT_IDLE || st == L7_SLOT_KBUSY) &&
+                  (known == ids_.end() || known->second == s->pool_id) &&
+                  s->pool_id < L7_MAX_POOLS && *id / L7_SLOTS_PER_POOL == s->pool_id;
+    if (!usable) {
+        // a connection in the middle of a slow-path exchange or a relay
+        // cannot be resumed: its bytes were partly read by the old daemon
+        if (s && !conns_[*id])
+            state_of(s).store(L7_SLOT_EMPTY);
+        if (dp_)
+            dp_->slot_unregister_tuple(key);
+        FdStore::get().remove(id ? store_name(*id) : std::string());
+        ::close(fd);
+        return false;
+    }
+    if (known == ids_.end()) {
+        pools_[s->pool_id] = Pool{addr, true, 0, {}};
+        ids_[addr] = s->pool_id;
+    }
+    tcp::socket sock(io_);
+    error_code ec;
+    sock.assign(addr.family == AF_INET6 ? tcp::v6() : tcp::v4(), fd, ec);
+    if (ec) {
+        ::close(fd);
+        return false;
+    }
+    auto conn = std::make_shared<UpstreamConn>(*this, s->pool_id, *id, std::move(sock));
+    conn->key_ = key;
+    conns_[*id] = conn;
+    watch(conn);
+    return true;
+}
+
+void UpstreamPool::reconcile_adopted()
+{
+    if (!dp_)
+        return;
+    for (const auto& [key, id] : dp_->slot_tuples())
+        if (id >= L7_MAX_SLOTS || !conns_[id] || std::memcmp(&conns_[id]->key_, &key, sizeof(key)))
+            dp_->slot_unregister_tuple(key);
+    for (uint32_t id = 0; id < L7_MAX_SLOTS; id++) {
+        if (conns_[id])
+            continue;
+        l7_slot* s = slot(id);
+        if (state_of(s).load() != L7_SLOT_EMPTY) {
+            dp_->remove_slot_sockets(id);
+            state_of(s).store(L7_SLOT_EMPTY);
+        }
+    }
+}
+
 void UpstreamPool::retire(const UpstreamPtr& c)
 {
     uint32_t id = c->slot_;
+    FdStore::get().remove(store_name(id));
     log::debug("pool: closing upstream connection ", dataplane::to_string(c->key_), " (slot ", id, ")");
     if (dp_) {
         dp_->remove_slot_sockets(id);

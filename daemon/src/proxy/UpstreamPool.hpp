@@ -77,6 +77,14 @@ public:
     UpstreamPool(asio::io_context& io, dataplane::Dataplane* dp, ExchangeHandler on_exchange_end);
     ~UpstreamPool();
 
+    // A pooled connection a previous l7fastd left in the fd store: it keeps
+    // its slot (found by its 4-tuple) and that slot's pool id, if the slot
+    // is IDLE or in a kernel exchange (KBUSY); anything else cannot be
+    // resumed and is closed. Call before any pool id is handed out.
+    bool adopt(int fd);
+    // After adopting: slots and tuples nobody adopted are emptied.
+    void reconcile_adopted();
+
     // Stable id of an upstream address (kept across reloads while in use).
     std::optional<uint32_t> pool_id_for(const policy::SocketAddress& addr);
     // Forget pools of addresses no longer referenced by any cluster.
@@ -127,7 +135,6 @@ private:
     void watch(const UpstreamPtr& c);
     void on_readable(const UpstreamPtr& c);
     void retire(const UpstreamPtr& c);
-    void close_slot(uint32_t id);
     uint32_t count_state(uint32_t pool_id, uint64_t state);
 
     asio::io_context& io_;

@@ -369,9 +369,11 @@ TEST(PolicyLoader, ErrorsAreSortedAndCapped)
     EXPECT_EQ(errors[0], "t.toml:2:12: daemon.pool_max: 0 is out of range 1..16 (pooled connections per endpoint; "
                          "the data plane has 16 slots per pool)");
     EXPECT_EQ(errors[1], "t.toml:12:1: route \"r0\".bogus: unknown key; allowed here: name, listeners, offload, "
-                         "cluster, clusters, match");
+                         "cluster, clusters, direct_response, match, jwt, rbac, rate_limit, request_headers, "
+                         "response_headers, timeout_ms, connect_retries");
     EXPECT_EQ(errors[19], "t.toml:84:1: route \"r18\".bogus: unknown key; allowed here: name, listeners, offload, "
-                          "cluster, clusters, match");
+                          "cluster, clusters, direct_response, match, jwt, rbac, rate_limit, request_headers, "
+                          "response_headers, timeout_ms, connect_retries");
 }
 
 TEST(PolicyLoader, ErrorText)
@@ -433,28 +435,32 @@ const ErrorCase kErrorCases[] = {
 
     // unknown keys, at every level
     {"unknown_top_level", "routes = []\n",
-     "t.toml:1:1: routes: unknown key (did you mean \"route\"?); allowed here: daemon, listener, cluster, route", true},
+     "t.toml:1:1: routes: unknown key (did you mean \"route\"?); allowed here: daemon, listener, cluster, route, jwt_provider", true},
     {"unknown_quoted_key", "\"my key\" = 1\n",
-     "t.toml:1:1: \"my key\": unknown key; allowed here: daemon, listener, cluster, route", true},
+     "t.toml:1:1: \"my key\": unknown key; allowed here: daemon, listener, cluster, route, jwt_provider", true},
     {"key_after_a_table_belongs_to_it", "routes = []\n",
-     "t.toml:7:1: cluster \"app\".routes: unknown key; allowed here: name, lb, endpoints"},
+     "t.toml:7:1: cluster \"app\".routes: unknown key; allowed here: name, lb, endpoints, hash_key, ring_min_size, "
+     "ring_max_size, maglev_table_size, hash_balance_factor"},
     {"unknown_daemon", "[daemon]\npoolmax = 3\n",
      "t.toml:8:1: daemon.poolmax: unknown key (did you mean \"pool_max\"?); allowed here: cgroup, bpffs, "
      "ingress_budget, kernel_dataplane, offload_remote_clients, pool_min_idle, pool_max, connect_timeout_ms, "
-     "request_timeout_ms, header_timeout_ms, idle_timeout_ms, log_level"},
+     "request_timeout_ms, header_timeout_ms, idle_timeout_ms, log_level, metrics_address, access_log_sample"},
     {"unknown_listener", "[[listener]]\nname = \"b\"\naddress = \"127.0.0.1:8081\"\nport = 1\n",
      "t.toml:10:1: listener \"b\".port: unknown key; allowed here: name, address"},
     {"unknown_cluster", "[[cluster]]\nname = \"b\"\nendpoints = [ { address = \"127.0.0.1:9002\" } ]\npolicy = 1\n",
-     "t.toml:10:1: cluster \"b\".policy: unknown key; allowed here: name, lb, endpoints"},
+     "t.toml:10:1: cluster \"b\".policy: unknown key; allowed here: name, lb, endpoints, hash_key, ring_min_size, "
+     "ring_max_size, maglev_table_size, hash_balance_factor"},
     {"unknown_endpoint", "[[cluster]]\nname = \"b\"\nlb = \"weighted\"\nendpoints = [ { address = \"127.0.0.1:9002\", weigth = 2 } ]\n",
      "t.toml:10:45: cluster \"b\".endpoints[0].weigth: unknown key (did you mean \"weight\"?); allowed here: address, weight"},
     {"unknown_route", "[[route]]\nname = \"r\"\ncluster = \"app\"\nmethod = \"GET\"\n",
-     "t.toml:10:1: route \"r\".method: unknown key; allowed here: name, listeners, offload, cluster, clusters, match"},
+     "t.toml:10:1: route \"r\".method: unknown key; allowed here: name, listeners, offload, cluster, clusters, "
+     "direct_response, match, jwt, rbac, rate_limit, request_headers, response_headers, timeout_ms, connect_retries"},
     {"unknown_match", "[[route]]\nname = \"r\"\ncluster = \"app\"\n[route.match]\nmethods = \"GET\"\n",
      "t.toml:11:1: route \"r\".match.methods: unknown key (did you mean \"method\"?); allowed here: method, host, "
-     "path_exact, path_prefix, headers"},
+     "path_exact, path_prefix, path_regex, headers, query, source, claims"},
     {"unknown_header", "[[route]]\nname = \"r\"\ncluster = \"app\"\n[route.match]\nheaders = [ { name = \"x\", present = true, value = \"1\" } ]\n",
-     "t.toml:11:43: route \"r\".match.headers[0].value: unknown key; allowed here: name, exact, present"},
+     "t.toml:11:43: route \"r\".match.headers[0].value: unknown key; allowed here: name, exact, prefix, present, "
+     "absent"},
     {"unknown_weighted_cluster", "[[route]]\nname = \"r\"\nclusters = [ { name = \"app\", cluster = \"app\" } ]\n",
      "t.toml:9:30: route \"r\".clusters[0].cluster: unknown key; allowed here: name, weight"},
 
@@ -499,7 +505,8 @@ const ErrorCase kErrorCases[] = {
     {"missing_endpoint_address", "[[cluster]]\nname = \"b\"\nlb = \"weighted\"\nendpoints = [ { weight = 1 } ]\n",
      "t.toml:10:15: cluster \"b\".endpoints[0].address: missing; give the backend's \"ip:port\""},
     {"missing_route_cluster", "[[route]]\nname = \"r\"\n",
-     "t.toml:7:1: route \"r\".cluster: missing; a route needs \"cluster\" (one cluster) or \"clusters\" (weighted)"},
+     "t.toml:7:1: route \"r\".cluster: missing; a route needs \"cluster\" (one cluster), \"clusters\" (weighted) or "
+     "\"direct_response\""},
     {"missing_route_name", "[[route]]\ncluster = \"app\"\n",
      "t.toml:7:1: route[0].name: missing; every route needs a unique name"},
     {"missing_weighted_cluster_name", "[[route]]\nname = \"r\"\nclusters = [ { weight = 1 } ]\n",
@@ -653,7 +660,8 @@ const ErrorCase kErrorCases[] = {
     {"path_fragment", "[[route]]\nname = \"r\"\ncluster = \"app\"\n[route.match]\npath_exact = \"/doc#top\"\n",
      "t.toml:11:14: route \"r\".match.path_exact: \"/doc#top\" contains '#': clients never send a fragment"},
     {"path_exact_and_prefix", "[[route]]\nname = \"r\"\ncluster = \"app\"\n[route.match]\npath_exact = \"/a\"\npath_prefix = \"/b\"\n",
-     "t.toml:12:15: route \"r\".match.path_prefix: give at most one of \"path_exact\" and \"path_prefix\""},
+     "t.toml:12:15: route \"r\".match.path_prefix: give at most one of \"path_exact\", \"path_prefix\" and "
+     "\"path_regex\""},
 
     // header conditions
     {"header_name_not_a_token", "[[route]]\nname = \"r\"\ncluster = \"app\"\n[route.match]\nheaders = [ { name = \"x debug\", present = true } ]\n",
@@ -663,12 +671,14 @@ const ErrorCase kErrorCases[] = {
      "t.toml:11:22: route \"r\".match.headers[0].name: \"x-a:\" is not a header field name (RFC 9110 token: "
      "letters, digits and !#$%&'*+-.^_`|~)"},
     {"header_exact_and_present", "[[route]]\nname = \"r\"\ncluster = \"app\"\n[route.match]\nheaders = [ { name = \"x\", exact = \"1\", present = true } ]\n",
-     "t.toml:11:50: route \"r\".match.headers[0].present: give either \"exact\" or \"present\", not both"},
+     "t.toml:11:50: route \"r\".match.headers[0].present: give only one of \"exact\", \"prefix\", \"present\" and "
+     "\"absent\""},
     {"header_neither", "[[route]]\nname = \"r\"\ncluster = \"app\"\n[route.match]\nheaders = [ { name = \"x\" } ]\n",
-     "t.toml:11:13: route \"r\".match.headers[0]: needs exactly one of \"exact\" (a value) or \"present = true\""},
+     "t.toml:11:13: route \"r\".match.headers[0]: needs one of \"exact\" (a value), \"prefix\" (a value), "
+     "\"present = true\" or \"absent = true\""},
     {"header_present_false", "[[route]]\nname = \"r\"\ncluster = \"app\"\n[route.match]\nheaders = [ { name = \"x\", present = false } ]\n",
-     "t.toml:11:37: route \"r\".match.headers[0].present: present = false (match when the header is absent) is not "
-     "supported; put an earlier route with present = true instead"},
+     "t.toml:11:37: route \"r\".match.headers[0].present: present = false is not a condition; write absent = true to "
+     "match requests without the header"},
     {"header_present_string", "[[route]]\nname = \"r\"\ncluster = \"app\"\n[route.match]\nheaders = [ { name = \"x\", present = \"yes\" } ]\n",
      "t.toml:11:37: route \"r\".match.headers[0].present: expected a boolean (true or false), got a string"},
     {"header_value_padded", "[[route]]\nname = \"r\"\ncluster = \"app\"\n[route.match]\nheaders = [ { name = \"x\", exact = \"1 \" } ]\n",
@@ -690,11 +700,13 @@ const ErrorCase kErrorCases[] = {
      "endpoints = [ { address = \"127.0.0.1:9002\", weight = 40000 }, { address = \"127.0.0.1:9003\", weight = 40000 } ]\n",
      "t.toml:10:13: cluster \"b\".endpoints: the endpoint weights sum to 80000; the sum must be in 1..65535"},
     {"endpoint_weight_round_robin", "[[cluster]]\nname = \"b\"\nendpoints = [ { address = \"127.0.0.1:9002\", weight = 2 } ]\n",
-     "t.toml:9:54: cluster \"b\".endpoints[0].weight: weights need lb = \"weighted\" (this cluster is round_robin)"},
+     "t.toml:9:54: cluster \"b\".endpoints[0].weight: weights need lb = \"weighted\", \"ring_hash\" or \"maglev\" "
+     "(this cluster is round_robin)"},
     {"endpoints_empty", "[[cluster]]\nname = \"b\"\nendpoints = []\n",
      "t.toml:9:13: cluster \"b\".endpoints: empty; a cluster needs at least one endpoint"},
     {"lb_unknown", "[[cluster]]\nname = \"b\"\nlb = \"least_conn\"\nendpoints = [ { address = \"127.0.0.1:9002\" } ]\n",
-     "t.toml:9:6: cluster \"b\".lb: \"least_conn\" is not a load-balancing policy; use \"round_robin\" or \"weighted\""},
+     "t.toml:9:6: cluster \"b\".lb: \"least_conn\" is not a load-balancing policy; use \"round_robin\", "
+     "\"weighted\", \"ring_hash\" or \"maglev\""},
     {"route_weight_too_big", "[[route]]\nname = \"r\"\nclusters = [ { name = \"app\", weight = 70000 } ]\n",
      "t.toml:9:39: route \"r\".clusters[0].weight: 70000 is out of range 0..65535"},
     {"route_weights_sum_zero", "[[cluster]]\nname = \"b\"\nendpoints = [ { address = \"127.0.0.1:9002\" } ]\n"

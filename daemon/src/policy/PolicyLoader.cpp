@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -17,8 +18,14 @@
 
 #include <toml++/toml.h>
 
+#include <openssl/bio.h>
+#include <openssl/core_names.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+
 #include "common/Log.hpp"
 #include "l7fast_abi.h"
+#include "policy/Router.hpp"
 #include "policy/Text.hpp"
 
 namespace l7fast::policy {
@@ -79,6 +86,29 @@ constexpr int64_t kMaxTimeoutMs = 86'400'000;  // one day
 constexpr int64_t kMinIngressBudget = 1024;
 constexpr size_t kMaxHostLength = 253;        // RFC 1035 presentation form
 constexpr size_t kMaxLabelLength = 63;
+constexpr size_t kMaxRegexBytes = 1024;
+constexpr size_t kMaxConditions = 64;         // per list: headers, query, claims
+constexpr size_t kMaxSources = 256;           // CIDRs per match or rule
+constexpr size_t kMaxMutations = 64;          // per list: remove, set, add, direct response headers
+constexpr size_t kMaxFieldValueBytes = 4096;  // generated header values and condition values
+constexpr size_t kMaxFieldNameBytes = 256;
+constexpr size_t kMaxBodyBytes = 65536;       // direct responses and RBAC denials
+constexpr size_t kMaxRbacRules = 256;
+constexpr size_t kMaxClaimTextBytes = 1024;   // claim names, issuers, audiences, kids
+constexpr size_t kMaxJwtKeys = 64;
+constexpr size_t kMaxForwardClaims = 32;
+constexpr int64_t kMaxRate = 1'000'000;       // tokens per second, and burst
+constexpr int64_t kMaxRateKeys = 1 << 20;
+constexpr int64_t kMaxRingSize = 8'388'608;   // Envoy's maximum_ring_size bound
+constexpr int64_t kMaxMaglevTableSize = 5'000'011;
+constexpr int64_t kMaxConnectRetries = 16;
+constexpr int64_t kMaxClockSkewS = 3600;
+constexpr int64_t kMaxAccessLogSample = 1'000'000;
+// Framing and hop-by-hop fields: l7fast writes them itself (or they belong to
+// one connection), so no mutation, forwarded claim or direct response may.
+constexpr std::array<std::string_view, 9> kReservedFields{
+    "host", "content-length", "transfer-encoding", "connection", "keep-alive",
+    "proxy-connection", "te", "trailer", "upgrade"};
 // Errors collected before sorting; only the first kMaxErrors are reported.
 constexpr size_t kMaxCollectedErrors = 1000;
 
@@ -323,6 +353,140 @@ std::optional<std::string> check_absolute_path(std::string_view p)
     return std::nullopt;
 }
 
+// A field name l7fast writes or matches: a token, lower-cased by the caller.
+std::optional<std::string> check_field_name(std::string_view name)
+{
+    if (!is_token(name))
+        return quote(name) + " is not a header field name (RFC 9110 token: letters, digits and !#$%&'*+-.^_`|~)";
+    if (name.size() > kMaxFieldNameBytes)
+        return "the name is " + std::to_string(name.size()) + " bytes long; at most " +
+               std::to_string(kMaxFieldNameBytes);
+    return std::nullopt;
+}
+
+bool is_reserved_field(std::string_view lower_name)
+{
+    return std::find(kReservedFields.begin(), kReservedFields.end(), lower_name) != kReservedFields.end();
+}
+
+std::string reserved_field_message(std::string_view lower_name)
+{
+    return quote(lower_name) + " cannot be changed: l7fast writes the framing and connection fields itself (" +
+           "host, content-length, transfer-encoding, connection, keep-alive, proxy-connection, te, trailer, upgrade)";
+}
+
+// A field value l7fast writes into a message: no CR, LF, NUL or other
+// control characters but tab (they would split or corrupt the head), no
+// whitespace at either end (recipients strip it).
+std::optional<std::string> check_written_value(std::string_view v)
+{
+    if (v.size() > kMaxFieldValueBytes)
+        return "the value is " + std::to_string(v.size()) + " bytes long; at most " +
+               std::to_string(kMaxFieldValueBytes);
+    for (char ch : v) {
+        const auto c = static_cast<unsigned char>(ch);
+        if ((c < 0x20 && c != '\t') || c == 0x7f)
+            return quote(v) + " contains " + byte_text(c) +
+                   ": field values cannot hold control characters other than tab";
+    }
+    if (!v.empty() && (v.front() == ' ' || v.front() == '\t' || v.back() == ' ' || v.back() == '\t'))
+        return quote(v) + " has leading or trailing whitespace, which recipients remove";
+    return std::nullopt;
+}
+
+// Claim names, issuers, audiences, key ids: any text but control characters.
+std::optional<std::string> check_claim_text(std::string_view v)
+{
+    if (v.empty())
+        return std::string("empty");
+    if (v.size() > kMaxClaimTextBytes)
+        return "the text is " + std::to_string(v.size()) + " bytes long; at most " + std::to_string(kMaxClaimTextBytes);
+    for (char ch : v) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (c < 0x20 || c == 0x7f)
+            return quote(v) + " contains " + byte_text(c);
+    }
+    return std::nullopt;
+}
+
+// Query names and values are compared as sent: visible ASCII, and nothing
+// that would end the pair ('&'), the name ('=') or the target ('#').
+std::optional<std::string> check_query_text(std::string_view v, bool is_name)
+{
+    if (is_name && v.empty())
+        return std::string("empty; give the parameter's name");
+    if (v.size() > kMaxFieldValueBytes)
+        return "the text is " + std::to_string(v.size()) + " bytes long; at most " +
+               std::to_string(kMaxFieldValueBytes);
+    for (char ch : v) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (c <= 0x20 || c >= 0x7f)
+            return quote(v) + " contains " + byte_text(c) +
+                   ": query parameters are compared byte for byte as sent; percent-encode it (e.g. %20)";
+        if (c == '&' || c == '#' || (is_name && c == '='))
+            return quote(v) + " contains '" + std::string(1, ch) + "', which cannot be part of a parameter's " +
+                   (is_name ? "name" : "value");
+    }
+    return std::nullopt;
+}
+
+// RFC 4648 section 5 without padding, canonical (unused bits zero), as JWS
+// writes it (RFC 7515 section 2).
+std::optional<std::string> base64url_decode(std::string_view in, std::string* why)
+{
+    std::string out;
+    uint32_t acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < in.size(); i++) {
+        const char c = in[i];
+        int v;
+        if (c >= 'A' && c <= 'Z')
+            v = c - 'A';
+        else if (c >= 'a' && c <= 'z')
+            v = c - 'a' + 26;
+        else if (c >= '0' && c <= '9')
+            v = c - '0' + 52;
+        else if (c == '-')
+            v = 62;
+        else if (c == '_')
+            v = 63;
+        else {
+            *why = c == '=' ? "is padded with '='; base64url secrets are written without padding"
+                            : (c == '+' || c == '/') ? "uses '" + std::string(1, c) +
+                                                           "': this is base64, not base64url (write '-' for '+' "
+                                                           "and '_' for '/')"
+                                                     : "contains " + byte_text(static_cast<unsigned char>(c)) +
+                                                           ", which is not base64url";
+            return std::nullopt;
+        }
+        acc = (acc << 6) | static_cast<uint32_t>(v);
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out += static_cast<char>((acc >> bits) & 0xff);
+        }
+    }
+    if (in.size() % 4 == 1) {
+        *why = "has a length of 4n+1 characters, which no base64url text has";
+        return std::nullopt;
+    }
+    if (bits > 0 && (acc & ((1u << bits) - 1)) != 0) {
+        *why = "is not canonical base64url: its last character has bits set that encode nothing";
+        return std::nullopt;
+    }
+    return out;
+}
+
+bool is_prime(int64_t n)
+{
+    if (n < 2)
+        return false;
+    for (int64_t d = 2; d * d <= n; d++)
+        if (n % d == 0)
+            return false;
+    return true;
+}
+
 bool is_loopback(const SocketAddress& a)
 {
     static constexpr std::array<uint8_t, 16> kLoopback6{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
@@ -367,6 +531,8 @@ private:
 struct Document {
     size_t index = 0;  // load order; 0 is the main file
     std::string file;
+    std::string_view text;
+    std::vector<size_t> line_starts;  // byte offset of each line, from line 1
     toml::table root;
 };
 
@@ -378,6 +544,27 @@ public:
     const Document& doc() const { return doc_; }
     SourceLocation at(const toml::node& n) const { return at(n.source()); }
     SourceLocation at(const toml::key& k) const { return at(k.source()); }
+    // The position of byte `offset` of the string value `n` when it is
+    // written on one line without escapes and is ASCII up to there (so a
+    // column is a byte); otherwise the position of the value.
+    SourceLocation at_byte(const toml::node& n, std::string_view value, size_t offset) const
+    {
+        SourceLocation where = at(n);
+        if (where.line == 0 || where.line > doc_.line_starts.size() || where.column == 0 || offset > value.size())
+            return where;
+        const std::string_view text = doc_.text;
+        const size_t open = doc_.line_starts[where.line - 1] + where.column - 1;
+        if (open >= text.size() || (text[open] != '"' && text[open] != '\''))
+            return where;
+        const size_t close = open + 1 + value.size();
+        if (close >= text.size() || text.substr(open + 1, value.size()) != value || text[close] != text[open])
+            return where;
+        if (std::any_of(value.begin(), value.begin() + static_cast<ptrdiff_t>(offset),
+                        [](char c) { return static_cast<unsigned char>(c) >= 0x80; }))
+            return where;
+        where.column += static_cast<uint32_t>(1 + offset);
+        return where;
+    }
     void error(const SourceLocation& where, std::string key, std::string message) const
     {
         sink_.add(doc_.index, where, std::move(key), std::move(message));
@@ -432,6 +619,17 @@ public:
     }
     SourceLocation where() const { return cx_.at(table_); }
     bool has(std::string_view k) const { return table_.get(k) != nullptr; }
+    const toml::node* node(std::string_view k) const { return table_.get(k); }
+    // The first of `keys` written here after another of them, to report "give
+    // only one of"; nullptr when at most one is present.
+    const char* second_of(std::initializer_list<const char*> keys) const
+    {
+        int seen = 0;
+        for (const char* k : keys)
+            if (has(k) && ++seen == 2)
+                return k;
+        return nullptr;
+    }
     Located located(std::string_view k) const
     {
         const toml::node* n = table_.get(k);
@@ -601,13 +799,20 @@ struct RouteDraft : NamedDraft {
     Route value;
     std::vector<Reference> listener_refs;
     std::vector<Reference> cluster_refs;  // parallel to value.clusters
+    std::optional<Reference> jwt_ref;
+};
+
+struct JwtProviderDraft : NamedDraft {
+    JwtProvider value;
 };
 
 struct Drafts {
     std::optional<DaemonSettings> daemon;
+    std::optional<Located> metrics_at;  // daemon.metrics_address
     std::vector<ListenerDraft> listeners;
     std::vector<ClusterDraft> clusters;
     std::vector<RouteDraft> routes;
+    std::vector<JwtProviderDraft> jwt_providers;
 };
 
 void read_name(const TableReader& r, std::string_view what, NamedDraft& d)
@@ -624,14 +829,35 @@ void read_name(const TableReader& r, std::string_view what, NamedDraft& d)
     d.name = std::move(*name);
 }
 
+std::string index_path(const TableReader& r, std::string_view k, size_t i)
+{
+    return r.child(k) + "[" + std::to_string(i) + "]";
+}
+
+// An array of tables `k`, each read with its own TableReader (nullptr
+// entries are elements that are not tables, already reported). An empty
+// array is reported with `empty_hint`, a longer one than `max` too.
+std::vector<const toml::table*> bounded_tables(const TableReader& r, std::string_view k, std::string_view expected,
+                                               std::string_view empty_hint, size_t max)
+{
+    std::vector<const toml::table*> out = r.tables(k, expected);
+    if (r.is_empty_array(k))
+        r.error(k, "empty list; " + std::string(empty_hint));
+    if (out.size() > max) {
+        r.error(k, std::to_string(out.size()) + " entries; at most " + std::to_string(max));
+        out.clear();
+    }
+    return out;
+}
+
 // ---- [daemon] ---------------------------------------------------------------------
 
-void read_daemon(const FileContext& cx, const toml::table& t, DaemonSettings& s)
+void read_daemon(const FileContext& cx, const toml::table& t, DaemonSettings& s, Drafts& out)
 {
     TableReader r(cx, t, "daemon",
                   {"cgroup", "bpffs", "ingress_budget", "kernel_dataplane", "offload_remote_clients",
                    "pool_min_idle", "pool_max", "connect_timeout_ms", "request_timeout_ms",
-                   "header_timeout_ms", "idle_timeout_ms", "log_level"});
+                   "header_timeout_ms", "idle_timeout_ms", "log_level", "metrics_address", "access_log_sample"});
     for (auto [key, target] : {std::pair{"cgroup", &s.cgroup}, std::pair{"bpffs", &s.bpffs}}) {
         if (auto v = r.string(key)) {
             if (auto why = check_absolute_path(*v))
@@ -673,6 +899,18 @@ void read_daemon(const FileContext& cx, const toml::table& t, DaemonSettings& s)
         else
             s.log_level = *v;
     }
+    if (auto text = r.string("metrics_address")) {
+        std::string why;
+        if (auto a = SocketAddress::parse(*text, &why)) {
+            s.metrics_address = *a;
+            out.metrics_at = r.located("metrics_address");
+        } else {
+            r.error("metrics_address", why);
+        }
+    }
+    if (auto v = r.integer("access_log_sample", 0, kMaxAccessLogSample,
+                           "log one request in N; 1 logs every request, 0 none"))
+        s.access_log_sample = static_cast<uint32_t>(*v);
 }
 
 // ---- [[listener]] -------------------------------------------------------------------
@@ -693,11 +931,80 @@ void read_listener(const FileContext& cx, const toml::table& t, size_t index, Dr
     out.listeners.push_back(std::move(d));
 }
 
+// ---- request keys ---------------------------------------------------------------------
+
+// `{ header = "x" }`, `{ cookie = "c" }`, `{ source_ip = true }` or (rate
+// limits) `{ claim = "sub" }`.
+std::optional<RequestKey> read_request_key(const TableReader& parent, std::string_view k, bool claims_allowed,
+                                           std::optional<Located>* claim_at = nullptr)
+{
+    const toml::table* t = parent.table(k);
+    if (!t)
+        return std::nullopt;
+    TableReader r(parent.context(), *t, parent.child(k), {"header", "cookie", "source_ip", "claim"});
+    const std::string kinds = claims_allowed ? "\"header\", \"cookie\", \"source_ip = true\"" : "\"header\", \"cookie\"";
+    const std::string last = claims_allowed ? "\"claim\"" : "\"source_ip = true\"";
+    if (const char* extra = r.second_of({"header", "cookie", "source_ip", "claim"})) {
+        r.error(extra, "give only one of " + kinds + " and " + last);
+        return std::nullopt;
+    }
+    RequestKey key;
+    if (r.has("header") || r.has("cookie")) {
+        const char* kind = r.has("header") ? "header" : "cookie";
+        auto name = r.string(kind);
+        if (!name)
+            return std::nullopt;
+        if (auto why = check_field_name(*name)) {
+            r.error(kind, r.has("header") ? *why
+                                          : quote(*name) + " is not a cookie name (RFC 6265: a token)");
+            return std::nullopt;
+        }
+        key.kind = r.has("header") ? RequestKey::Kind::Header : RequestKey::Kind::Cookie;
+        // header names are case-insensitive, cookie names are not
+        key.name = r.has("header") ? lower(*name) : *name;
+        return key;
+    }
+    if (r.has("source_ip")) {
+        auto v = r.boolean("source_ip");
+        if (!v)
+            return std::nullopt;
+        if (!*v) {
+            r.error("source_ip", "source_ip = false selects nothing; write source_ip = true or another key");
+            return std::nullopt;
+        }
+        key.kind = RequestKey::Kind::SourceIp;
+        return key;
+    }
+    if (r.has("claim")) {
+        if (!claims_allowed) {
+            r.error("claim", "a claim cannot choose the endpoint (only rate limits are keyed by claims); use a "
+                             "header, a cookie or source_ip");
+            return std::nullopt;
+        }
+        auto name = r.string("claim");
+        if (!name)
+            return std::nullopt;
+        if (auto why = check_claim_text(*name)) {
+            r.error("claim", *why);
+            return std::nullopt;
+        }
+        if (claim_at)
+            *claim_at = r.located("claim");
+        key.kind = RequestKey::Kind::Claim;
+        key.name = *name;
+        return key;
+    }
+    r.error_here("needs one of " + kinds + " or " + last);
+    return std::nullopt;
+}
+
 // ---- [[cluster]] -------------------------------------------------------------------
 
 void read_cluster(const FileContext& cx, const toml::table& t, size_t index, Drafts& out)
 {
-    TableReader r(cx, t, entity_path("cluster", index, t), {"name", "lb", "endpoints"});
+    TableReader r(cx, t, entity_path("cluster", index, t),
+                  {"name", "lb", "endpoints", "hash_key", "ring_min_size", "ring_max_size", "maglev_table_size",
+                   "hash_balance_factor"});
     ClusterDraft d;
     read_name(r, "cluster", d);
     d.value.where = r.where();
@@ -707,14 +1014,68 @@ void read_cluster(const FileContext& cx, const toml::table& t, size_t index, Dra
             d.value.lb = LbPolicy::RoundRobin;
         else if (*lb == "weighted")
             d.value.lb = LbPolicy::Weighted;
+        else if (*lb == "ring_hash")
+            d.value.lb = LbPolicy::RingHash;
+        else if (*lb == "maglev")
+            d.value.lb = LbPolicy::Maglev;
         else {
-            r.error("lb", quote(*lb) + " is not a load-balancing policy; use \"round_robin\" or \"weighted\"");
+            r.error("lb", quote(*lb) + " is not a load-balancing policy; use \"round_robin\", \"weighted\", "
+                                       "\"ring_hash\" or \"maglev\"");
             lb_known = false;
         }
     } else if (r.has("lb")) {
         lb_known = false;
     }
+    const bool hashing = d.value.lb == LbPolicy::RingHash || d.value.lb == LbPolicy::Maglev;
+    const std::string lb_name = d.value.lb == LbPolicy::RoundRobin ? "round_robin"
+                                : d.value.lb == LbPolicy::Weighted ? "weighted"
+                                : d.value.lb == LbPolicy::RingHash ? "ring_hash"
+                                                                   : "maglev";
 
+    // keys of one policy only: reported when the policy is another known one
+    const auto only_for = [&](const char* key, bool applies, const char* which) {
+        if (!r.has(key) || applies)
+            return true;
+        if (lb_known)
+            r.error(key, std::string("only applies with ") + which + " (this cluster is " + lb_name + ")");
+        return false;
+    };
+    if (only_for("hash_key", hashing, "lb = \"ring_hash\" or \"maglev\"")) {
+        if (r.has("hash_key"))
+            d.value.hash_key = read_request_key(r, "hash_key", false);
+        else if (hashing && lb_known)
+            r.missing("hash_key", "lb = \"" + lb_name +
+                                      "\" hashes a request key, e.g. hash_key = { header = \"x-user\" }, "
+                                      "{ cookie = \"session\" } or { source_ip = true }");
+    }
+    if (only_for("ring_min_size", d.value.lb == LbPolicy::RingHash, "lb = \"ring_hash\"")) {
+        if (auto v = r.integer("ring_min_size", 1, kMaxRingSize))
+            d.value.ring_min_size = static_cast<uint64_t>(*v);
+    }
+    if (only_for("ring_max_size", d.value.lb == LbPolicy::RingHash, "lb = \"ring_hash\"")) {
+        if (auto v = r.integer("ring_max_size", 1, kMaxRingSize))
+            d.value.ring_max_size = static_cast<uint64_t>(*v);
+    }
+    if (d.value.lb == LbPolicy::RingHash && d.value.ring_min_size > d.value.ring_max_size)
+        r.error(r.has("ring_min_size") ? "ring_min_size" : "ring_max_size",
+                "ring_min_size (" + std::to_string(d.value.ring_min_size) + ") is more than ring_max_size (" +
+                    std::to_string(d.value.ring_max_size) + ")");
+    if (only_for("maglev_table_size", d.value.lb == LbPolicy::Maglev, "lb = \"maglev\"")) {
+        if (auto v = r.integer("maglev_table_size", 2, kMaxMaglevTableSize)) {
+            if (!is_prime(*v))
+                r.error("maglev_table_size", std::to_string(*v) + " is not a prime number (Maglev's table size "
+                                                                  "must be prime, e.g. 65537)");
+            else
+                d.value.maglev_table_size = static_cast<uint32_t>(*v);
+        }
+    }
+    if (only_for("hash_balance_factor", hashing, "lb = \"ring_hash\" or \"maglev\"")) {
+        if (auto v = r.integer("hash_balance_factor", 100, 10000,
+                               "percent of the average load one endpoint may take; omit it for no bound"))
+            d.value.hash_balance_factor = static_cast<uint32_t>(*v);
+    }
+
+    const bool weights_allowed = d.value.lb != LbPolicy::RoundRobin;
     if (!r.has("endpoints")) {
         r.missing("endpoints", "a cluster needs at least one endpoint, e.g. [ { address = \"127.0.0.1:9001\" } ]");
     } else if (const toml::array* arr = r.array("endpoints", "an array of endpoint tables")) {
@@ -726,11 +1087,11 @@ void read_cluster(const FileContext& cx, const toml::table& t, size_t index, Dra
         for (size_t i = 0; i < eps.size(); i++) {
             if (!eps[i])
                 continue;
-            TableReader er(cx, *eps[i], r.child("endpoints") + "[" + std::to_string(i) + "]",
-                           {"address", "weight"});
+            TableReader er(cx, *eps[i], index_path(r, "endpoints", i), {"address", "weight"});
             Endpoint ep;
-            if (er.has("weight") && lb_known && d.value.lb == LbPolicy::RoundRobin)
-                er.error("weight", "weights need lb = \"weighted\" (this cluster is round_robin)");
+            if (er.has("weight") && lb_known && !weights_allowed)
+                er.error("weight", "weights need lb = \"weighted\", \"ring_hash\" or \"maglev\" (this cluster is "
+                                   "round_robin)");
             else if (auto w = er.integer("weight", 0, kMaxWeight))
                 ep.weight = static_cast<uint32_t>(*w);
             weight_sum += ep.weight;
@@ -757,70 +1118,35 @@ void read_cluster(const FileContext& cx, const toml::table& t, size_t index, Dra
             d.value.endpoints.push_back(ep);
             d.endpoint_at.push_back(er.located("address"));
         }
-        if (lb_known && d.value.lb == LbPolicy::Weighted && !arr->empty() &&
-            (weight_sum < 1 || weight_sum > kMaxWeightSum))
+        if (lb_known && weights_allowed && !arr->empty() && (weight_sum < 1 || weight_sum > kMaxWeightSum))
             r.error("endpoints", "the endpoint weights sum to " + std::to_string(weight_sum) +
                                      "; the sum must be in 1.." + std::to_string(kMaxWeightSum));
+        if (lb_known && d.value.lb == LbPolicy::Maglev && d.value.maglev_table_size <= eps.size())
+            r.error(r.has("maglev_table_size") ? "maglev_table_size" : "endpoints",
+                    "maglev_table_size (" + std::to_string(d.value.maglev_table_size) +
+                        ") must be larger than the number of endpoints (" + std::to_string(eps.size()) + ")");
     }
     out.clusters.push_back(std::move(d));
 }
 
-// ---- [[route]] ------------------------------------------------------------------------
+// ---- conditions: [route.match] and RBAC rules -------------------------------------------
 
-void read_match(const TableReader& route, const toml::table& t, RouteMatch& m)
+void read_header_conditions(const TableReader& r, RouteMatch& m)
 {
-    const FileContext& cx = route.context();
-    TableReader r(cx, t, route.child("match"),
-                  {"method", "host", "path_exact", "path_prefix", "headers"});
-
-    if (auto methods = r.string_list("method", "omit \"method\" to match any method")) {
-        for (const auto& item : *methods) {
-            if (auto why = check_method(item.value)) {
-                cx.error(item.where.at, item.where.key, *why);
-                continue;
-            }
-            if (std::find(m.methods.begin(), m.methods.end(), item.value) == m.methods.end())
-                m.methods.push_back(item.value);
-        }
-    }
-    if (auto host = r.string("host")) {
-        std::string why;
-        if (auto h = normalize_host(*host, &why))
-            m.host = std::move(*h);
-        else
-            r.error("host", why);
-    }
-    for (auto [key, kind] : {std::pair{"path_exact", PathMatch::Exact}, std::pair{"path_prefix", PathMatch::Prefix}}) {
-        auto path = r.string(key);
-        if (!path)
-            continue;
-        if (r.has("path_exact") && r.has("path_prefix") && kind == PathMatch::Prefix) {
-            r.error(key, "give at most one of \"path_exact\" and \"path_prefix\"");
-            continue;
-        }
-        if (auto why = check_path(*path)) {
-            r.error(key, *why);
-            continue;
-        }
-        m.path_kind = kind;
-        m.path = std::move(*path);
-    }
-
-    const std::vector<const toml::table*> headers = r.tables("headers", "an array of header tables");
-    if (r.is_empty_array("headers"))
-        r.error("headers", "empty list; omit \"headers\" to match any headers");
+    const FileContext& cx = r.context();
+    const std::vector<const toml::table*> headers =
+        bounded_tables(r, "headers", "an array of header tables", "omit \"headers\" to match any headers",
+                       kMaxConditions);
     std::map<std::string, size_t> seen;
     for (size_t i = 0; i < headers.size(); i++) {
         if (!headers[i])
             continue;
-        TableReader hr(cx, *headers[i], r.child("headers") + "[" + std::to_string(i) + "]",
-                       {"name", "exact", "present"});
+        TableReader hr(cx, *headers[i], index_path(r, "headers", i), {"name", "exact", "prefix", "present", "absent"});
         HeaderCondition c;
         bool ok = true;
         if (auto name = hr.required_string("name", "give the header's field name, e.g. \"x-canary\"")) {
-            if (!is_token(*name)) {
-                hr.error("name", quote(*name) + " is not a header field name (RFC 9110 token: letters, "
-                                                 "digits and !#$%&'*+-.^_`|~)");
+            if (auto why = check_field_name(*name)) {
+                hr.error("name", *why);
                 ok = false;
             } else if (auto [it, fresh] = seen.emplace(lower(*name), i); !fresh) {
                 hr.error("name", "header " + quote(lower(*name)) + " already has a condition in headers[" +
@@ -832,60 +1158,497 @@ void read_match(const TableReader& route, const toml::table& t, RouteMatch& m)
         } else {
             ok = false;
         }
-        const bool has_exact = hr.has("exact");
-        const bool has_present = hr.has("present");
-        if (has_exact && has_present) {
-            hr.error("present", "give either \"exact\" or \"present\", not both");
-            ok = false;
-        } else if (!has_exact && !has_present) {
-            hr.error_here("needs exactly one of \"exact\" (a value) or \"present = true\"");
-            ok = false;
-        } else if (has_present) {
-            auto present = hr.boolean("present");
-            if (present && !*present) {
-                hr.error("present", "present = false (match when the header is absent) is not supported; "
-                                    "put an earlier route with present = true instead");
-                ok = false;
-            } else if (!present) {
-                ok = false;
+        if (const char* extra = hr.second_of({"exact", "prefix", "present", "absent"})) {
+            hr.error(extra, "give only one of \"exact\", \"prefix\", \"present\" and \"absent\"");
+            continue;
+        }
+        if (hr.has("present") || hr.has("absent")) {
+            const char* key = hr.has("present") ? "present" : "absent";
+            auto flag = hr.boolean(key);
+            if (!flag)
+                continue;
+            if (!*flag) {
+                hr.error(key, hr.has("present")
+                                  ? "present = false is not a condition; write absent = true to match requests "
+                                    "without the header"
+                                  : "absent = false is not a condition; write present = true to match requests "
+                                    "with the header");
+                continue;
             }
-            c.kind = HeaderCondition::Kind::Present;
-        } else if (auto value = hr.string("exact")) {
+            c.kind = hr.has("present") ? HeaderCondition::Kind::Present : HeaderCondition::Kind::Absent;
+        } else if (hr.has("exact")) {
+            auto value = hr.string("exact");
+            if (!value)
+                continue;
+            if (value->size() > kMaxFieldValueBytes) {
+                hr.error("exact", "the value is " + std::to_string(value->size()) + " bytes long; at most " +
+                                      std::to_string(kMaxFieldValueBytes));
+                continue;
+            }
             if (auto why = check_header_value(*value)) {
                 hr.error("exact", *why);
-                ok = false;
+                continue;
             }
             c.kind = HeaderCondition::Kind::Exact;
             c.value = std::move(*value);
+        } else if (hr.has("prefix")) {
+            auto value = hr.string("prefix");
+            if (!value)
+                continue;
+            if (value->empty()) {
+                hr.error("prefix", "an empty prefix matches every value; write present = true");
+                continue;
+            }
+            if (value->size() > kMaxFieldValueBytes) {
+                hr.error("prefix", "the prefix is " + std::to_string(value->size()) + " bytes long; at most " +
+                                       std::to_string(kMaxFieldValueBytes));
+                continue;
+            }
+            // a prefix may end in whitespace ("Bearer "): only its start must
+            // be possible in a trimmed value
+            if (value->front() == ' ' || value->front() == '\t') {
+                hr.error("prefix", quote(*value) + " starts with whitespace, which is removed from requests before "
+                                                   "comparing, so it could never match");
+                continue;
+            }
+            if (auto why = check_header_value(*value + "x")) {
+                hr.error("prefix", *check_header_value(*value));
+                continue;
+            }
+            c.kind = HeaderCondition::Kind::Prefix;
+            c.value = std::move(*value);
         } else {
-            ok = false;
+            hr.error_here("needs one of \"exact\" (a value), \"prefix\" (a value), \"present = true\" or "
+                          "\"absent = true\"");
+            continue;
         }
         if (ok)
             m.headers.push_back(std::move(c));
     }
 }
 
-void read_route(const FileContext& cx, const toml::table& t, size_t index, Drafts& out)
+void read_query_conditions(const TableReader& r, RouteMatch& m)
 {
-    TableReader r(cx, t, entity_path("route", index, t),
-                  {"name", "listeners", "offload", "cluster", "clusters", "match"});
-    RouteDraft d;
-    read_name(r, "route", d);
-    if (d.name)
-        d.value.name = *d.name;
-    d.value.where = r.where();
-
-    if (auto listeners = r.string_list("listeners", "omit \"listeners\" to use every listener")) {
-        for (auto& item : *listeners) {
-            if (std::find(d.value.listeners.begin(), d.value.listeners.end(), item.value) != d.value.listeners.end())
+    const std::vector<const toml::table*> items =
+        bounded_tables(r, "query", "an array of query parameter tables", "omit \"query\" to match any query",
+                       kMaxConditions);
+    std::map<std::string, size_t> seen;
+    for (size_t i = 0; i < items.size(); i++) {
+        if (!items[i])
+            continue;
+        TableReader qr(r.context(), *items[i], index_path(r, "query", i), {"name", "exact", "present"});
+        QueryCondition c;
+        bool ok = true;
+        if (auto name = qr.required_string("name", "give the parameter's name, e.g. \"debug\"")) {
+            if (auto why = check_query_text(*name, true)) {
+                qr.error("name", *why);
+                ok = false;
+            } else if (auto [it, fresh] = seen.emplace(*name, i); !fresh) {
+                qr.error("name", "parameter " + quote(*name) + " already has a condition in query[" +
+                                     std::to_string(it->second) + "]; a route takes one condition per parameter");
+                ok = false;
+            } else {
+                c.name = *name;
+            }
+        } else {
+            ok = false;
+        }
+        if (const char* extra = qr.second_of({"exact", "present"})) {
+            qr.error(extra, "give either \"exact\" or \"present\", not both");
+            continue;
+        }
+        if (qr.has("present")) {
+            auto flag = qr.boolean("present");
+            if (!flag)
                 continue;
-            d.value.listeners.push_back(item.value);
-            d.listener_refs.push_back({item.value, item.where});
+            if (!*flag) {
+                qr.error("present", "present = false (match when the parameter is absent) is not supported; put an "
+                                    "earlier route with present = true instead");
+                continue;
+            }
+            c.kind = QueryCondition::Kind::Present;
+        } else if (qr.has("exact")) {
+            auto value = qr.string("exact");
+            if (!value)
+                continue;
+            if (auto why = check_query_text(*value, false)) {
+                qr.error("exact", *why);
+                continue;
+            }
+            c.kind = QueryCondition::Kind::Exact;
+            c.value = std::move(*value);
+        } else {
+            qr.error_here("needs exactly one of \"exact\" (a value) or \"present = true\"");
+            continue;
+        }
+        if (ok)
+            m.query.push_back(std::move(c));
+    }
+}
+
+void read_sources(const TableReader& r, RouteMatch& m)
+{
+    auto items = r.string_list("source", "omit \"source\" to match any client");
+    if (!items)
+        return;
+    if (items->size() > kMaxSources) {
+        r.error("source", std::to_string(items->size()) + " entries; at most " + std::to_string(kMaxSources));
+        return;
+    }
+    for (const auto& item : *items) {
+        std::string why;
+        auto cidr = Cidr::parse(item.value, &why);
+        if (!cidr) {
+            r.context().error(item.where.at, item.where.key, why);
+            continue;
+        }
+        if (std::find(m.sources.begin(), m.sources.end(), *cidr) == m.sources.end())
+            m.sources.push_back(*cidr);
+    }
+}
+
+void read_claim_conditions(const TableReader& r, RouteMatch& m)
+{
+    const std::vector<const toml::table*> items =
+        bounded_tables(r, "claims", "an array of claim tables", "omit \"claims\" to match any token",
+                       kMaxConditions);
+    std::map<std::string, size_t> seen;
+    for (size_t i = 0; i < items.size(); i++) {
+        if (!items[i])
+            continue;
+        TableReader cr(r.context(), *items[i], index_path(r, "claims", i), {"name", "exact", "present"});
+        ClaimCondition c;
+        bool ok = true;
+        if (auto name = cr.required_string("name", "give the claim's name, e.g. \"sub\"")) {
+            if (auto why = check_claim_text(*name)) {
+                cr.error("name", *why);
+                ok = false;
+            } else if (auto [it, fresh] = seen.emplace(*name, i); !fresh) {
+                cr.error("name", "claim " + quote(*name) + " already has a condition in claims[" +
+                                     std::to_string(it->second) + "]; give one condition per claim");
+                ok = false;
+            } else {
+                c.claim = *name;
+            }
+        } else {
+            ok = false;
+        }
+        if (const char* extra = cr.second_of({"exact", "present"})) {
+            cr.error(extra, "give either \"exact\" or \"present\", not both");
+            continue;
+        }
+        if (cr.has("present")) {
+            auto flag = cr.boolean("present");
+            if (!flag)
+                continue;
+            if (!*flag) {
+                cr.error("present", "present = false (match when the claim is absent) is not supported");
+                continue;
+            }
+            c.kind = ClaimCondition::Kind::Present;
+        } else if (cr.has("exact")) {
+            auto value = cr.string("exact");
+            if (!value)
+                continue;
+            if (value->size() > kMaxFieldValueBytes) {
+                cr.error("exact", "the value is " + std::to_string(value->size()) + " bytes long; at most " +
+                                      std::to_string(kMaxFieldValueBytes));
+                continue;
+            }
+            c.kind = ClaimCondition::Kind::Exact;
+            c.value = std::move(*value);
+        } else {
+            cr.error_here("needs exactly one of \"exact\" (a value) or \"present = true\"");
+            continue;
+        }
+        if (ok)
+            m.claims.push_back(std::move(c));
+    }
+}
+
+void read_path(const TableReader& r, RouteMatch& m)
+{
+    if (const char* extra = r.second_of({"path_exact", "path_prefix", "path_regex"})) {
+        r.error(extra, "give at most one of \"path_exact\", \"path_prefix\" and \"path_regex\"");
+        return;
+    }
+    for (auto [key, kind] : {std::pair{"path_exact", PathMatch::Exact}, std::pair{"path_prefix", PathMatch::Prefix}}) {
+        auto path = r.string(key);
+        if (!path)
+            continue;
+        if (auto why = check_path(*path)) {
+            r.error(key, *why);
+            continue;
+        }
+        m.path_kind = kind;
+        m.path = std::move(*path);
+    }
+    if (auto pattern = r.string("path_regex")) {
+        if (pattern->empty()) {
+            r.error("path_regex", "empty; omit \"path_regex\" to match any path");
+            return;
+        }
+        if (pattern->size() > kMaxRegexBytes) {
+            r.error("path_regex", "the pattern is " + std::to_string(pattern->size()) + " bytes long; at most " +
+                                      std::to_string(kMaxRegexBytes));
+            return;
+        }
+        std::string why;
+        size_t offset = 0;
+        auto re = CompiledRegex::compile(*pattern, &why, &offset);
+        if (!re) {
+            const toml::node& n = *r.node("path_regex");
+            r.context().error(r.context().at_byte(n, *pattern, std::min(offset, pattern->size())),
+                              r.child("path_regex"),
+                              quote(*pattern) + " is not a valid regular expression: " + why + " (at byte " +
+                                  std::to_string(offset) + ")");
+            return;
+        }
+        m.path_kind = PathMatch::Regex;
+        m.path = std::move(*pattern);
+        m.path_regex = std::move(re);
+    }
+}
+
+// The conditions of a route's match or of an RBAC rule (`with_host`: route
+// matches only). Returns where claim conditions were written, if anywhere:
+// they need the route's JWT provider.
+std::optional<Located> read_conditions(const TableReader& r, RouteMatch& m, bool with_host)
+{
+    const FileContext& cx = r.context();
+    if (auto methods = r.string_list("method", "omit \"method\" to match any method")) {
+        for (const auto& item : *methods) {
+            if (auto why = check_method(item.value)) {
+                cx.error(item.where.at, item.where.key, *why);
+                continue;
+            }
+            if (std::find(m.methods.begin(), m.methods.end(), item.value) == m.methods.end())
+                m.methods.push_back(item.value);
         }
     }
-    if (auto offload = r.boolean("offload"))
-        d.value.offload = *offload;
+    if (with_host) {
+        if (auto host = r.string("host")) {
+            std::string why;
+            if (auto h = normalize_host(*host, &why))
+                m.host = std::move(*h);
+            else
+                r.error("host", why);
+        }
+    }
+    read_path(r, m);
+    read_header_conditions(r, m);
+    read_query_conditions(r, m);
+    read_sources(r, m);
+    read_claim_conditions(r, m);
+    if (r.has("claims"))
+        return r.located("claims");
+    return std::nullopt;
+}
 
+// ---- route actions ----------------------------------------------------------------------
+
+// name/value tables of a mutation or a direct response, each with where its
+// name was written.
+std::vector<std::pair<HeaderValue, Located>> read_header_values(const TableReader& r, std::string_view k)
+{
+    std::vector<std::pair<HeaderValue, Located>> out;
+    const std::vector<const toml::table*> items =
+        bounded_tables(r, k, "an array of { name, value } tables", "omit \"" + std::string(k) + "\"", kMaxMutations);
+    for (size_t i = 0; i < items.size(); i++) {
+        if (!items[i])
+            continue;
+        TableReader hr(r.context(), *items[i], index_path(r, k, i), {"name", "value"});
+        auto name = hr.required_string("name", "give the header's field name");
+        auto value = hr.required_string("value", "give the header's value (it may be empty)");
+        bool ok = name && value;
+        if (name) {
+            if (auto why = check_field_name(*name)) {
+                hr.error("name", *why);
+                ok = false;
+            } else if (is_reserved_field(lower(*name))) {
+                hr.error("name", reserved_field_message(lower(*name)));
+                ok = false;
+            }
+        }
+        if (value) {
+            if (auto why = check_written_value(*value)) {
+                hr.error("value", *why);
+                ok = false;
+            }
+        }
+        if (ok)
+            out.push_back({{lower(*name), *value}, hr.located("name")});
+    }
+    return out;
+}
+
+void read_mutation(const TableReader& route, std::string_view k, bool response, HeaderMutation& m)
+{
+    const toml::table* t = route.table(k);
+    if (!t)
+        return;
+    const FileContext& cx = route.context();
+    TableReader r(cx, *t, route.child(k), {"remove", "set", "add"});
+    if (response && r.has("add"))
+        r.error("add", "responses take only \"set\" and \"remove\": a response header is replaced, not repeated");
+    if (auto names = r.string_list("remove", "omit \"remove\"")) {
+        if (names->size() > kMaxMutations) {
+            r.error("remove", std::to_string(names->size()) + " entries; at most " + std::to_string(kMaxMutations));
+        } else {
+            for (const auto& item : *names) {
+                const std::string name = lower(item.value);
+                if (auto why = check_field_name(item.value))
+                    cx.error(item.where.at, item.where.key, *why);
+                else if (is_reserved_field(name))
+                    cx.error(item.where.at, item.where.key, reserved_field_message(name));
+                else if (std::find(m.remove.begin(), m.remove.end(), name) != m.remove.end())
+                    cx.error(item.where.at, item.where.key, quote(name) + " is listed twice");
+                else
+                    m.remove.push_back(name);
+            }
+        }
+    }
+    for (auto& [h, at] : read_header_values(r, "set")) {
+        const auto same = [&](const HeaderValue& x) { return x.name == h.name; };
+        if (std::any_of(m.set.begin(), m.set.end(), same))
+            cx.error(at.at, at.key, quote(h.name) + " is set twice; set writes one line (use add for more)");
+        else if (std::find(m.remove.begin(), m.remove.end(), h.name) != m.remove.end())
+            cx.error(at.at, at.key, quote(h.name) + " is both removed and set; set already replaces every line of it");
+        else
+            m.set.push_back(std::move(h));
+    }
+    if (!response)
+        for (auto& [h, at] : read_header_values(r, "add"))
+            m.add.push_back(std::move(h));
+}
+
+void read_direct_response(const TableReader& route, DirectResponse& out)
+{
+    const toml::table* t = route.table("direct_response");
+    if (!t)
+        return;
+    TableReader r(route.context(), *t, route.child("direct_response"), {"status", "headers", "body"});
+    if (auto v = r.integer("status", 200, 599, "a final status; 1xx are interim"))
+        out.status = static_cast<uint16_t>(*v);
+    for (auto& [h, at] : read_header_values(r, "headers"))
+        out.headers.push_back(std::move(h));
+    if (auto body = r.string("body")) {
+        if (body->size() > kMaxBodyBytes)
+            r.error("body", "the body is " + std::to_string(body->size()) + " bytes long; at most " +
+                                std::to_string(kMaxBodyBytes));
+        else if (!body->empty() && (out.status == 204 || out.status == 304))
+            r.error("body", "a " + std::to_string(out.status) + " response has no body; remove \"body\"");
+        else
+            out.body = std::move(*body);
+    }
+}
+
+// Returns where claim conditions were written in the rules, if anywhere.
+std::optional<Located> read_rbac(const TableReader& route, Rbac& out)
+{
+    const toml::table* t = route.table("rbac");
+    if (!t)
+        return std::nullopt;
+    TableReader r(route.context(), *t, route.child("rbac"), {"mode", "default", "deny_status", "deny_body", "rules"});
+    if (auto mode = r.string("mode")) {
+        if (*mode == "first_match")
+            out.mode = Rbac::Mode::FirstMatch;
+        else if (*mode == "deny_overrides")
+            out.mode = Rbac::Mode::DenyOverrides;
+        else
+            r.error("mode", quote(*mode) + " is not an RBAC mode; use \"first_match\" or \"deny_overrides\"");
+    }
+    if (auto def = r.string("default")) {
+        if (*def == "allow" || *def == "deny")
+            out.default_action = *def == "allow" ? RbacRule::Action::Allow : RbacRule::Action::Deny;
+        else
+            r.error("default", quote(*def) + " is not an action; use \"allow\" or \"deny\"");
+    }
+    if (auto v = r.integer("deny_status", 400, 599, "a client or server error status"))
+        out.deny_status = static_cast<uint16_t>(*v);
+    if (auto body = r.string("deny_body")) {
+        if (body->size() > kMaxBodyBytes)
+            r.error("deny_body", "the body is " + std::to_string(body->size()) + " bytes long; at most " +
+                                     std::to_string(kMaxBodyBytes));
+        else
+            out.deny_body = std::move(*body);
+    }
+    std::optional<Located> claims_at;
+    const std::vector<const toml::table*> rules = bounded_tables(
+        r, "rules", "an array of rule tables", "omit \"rules\" to let \"default\" decide every request", kMaxRbacRules);
+    for (size_t i = 0; i < rules.size(); i++) {
+        if (!rules[i])
+            continue;
+        TableReader rr(route.context(), *rules[i], index_path(r, "rules", i),
+                       {"name", "action", "method", "path_exact", "path_prefix", "path_regex", "headers", "query",
+                        "source", "claims"});
+        RbacRule rule;
+        rule.where = rr.where();
+        rule.name = "rule" + std::to_string(i);
+        bool ok = true;
+        if (auto name = rr.string("name")) {
+            if (auto why = check_name(*name)) {
+                rr.error("name", *why);
+                ok = false;
+            } else {
+                for (size_t j = 0; j < out.rules.size(); j++)
+                    if (out.rules[j].name == *name) {
+                        rr.error("name", "rule name " + quote(*name) + " is already used by rules[" +
+                                             std::to_string(j) + "]");
+                        ok = false;
+                    }
+                rule.name = *name;
+            }
+        } else if (rr.has("name")) {
+            ok = false;
+        }
+        if (auto action = rr.required_string("action", "give action = \"allow\" or \"deny\"")) {
+            if (*action == "allow" || *action == "deny")
+                rule.action = *action == "allow" ? RbacRule::Action::Allow : RbacRule::Action::Deny;
+            else {
+                rr.error("action", quote(*action) + " is not an action; use \"allow\" or \"deny\"");
+                ok = false;
+            }
+        } else {
+            ok = false;
+        }
+        if (auto at = read_conditions(rr, rule.when, false); at && !claims_at)
+            claims_at = at;
+        if (ok)
+            out.rules.push_back(std::move(rule));
+    }
+    return claims_at;
+}
+
+// Returns where a claim key was written, if it is one.
+std::optional<Located> read_rate_limit(const TableReader& route, RateLimit& out)
+{
+    const toml::table* t = route.table("rate_limit");
+    if (!t)
+        return std::nullopt;
+    TableReader r(route.context(), *t, route.child("rate_limit"), {"rate", "burst", "key", "max_keys"});
+    if (!r.has("rate"))
+        r.missing("rate", "give the requests per second, e.g. rate = 100");
+    if (auto v = r.integer("rate", 1, kMaxRate, "requests per second"))
+        out.rate = static_cast<uint32_t>(*v);
+    out.burst = out.rate ? out.rate : 1;
+    if (auto v = r.integer("burst", 1, kMaxRate, "requests admitted at once"))
+        out.burst = static_cast<uint32_t>(*v);
+    std::optional<Located> claim_at;
+    if (r.has("key"))
+        out.key = read_request_key(r, "key", true, &claim_at);
+    if (r.has("max_keys") && !r.has("key"))
+        r.error("max_keys", "only applies with a \"key\" (without one every request shares one bucket)");
+    else if (auto v = r.integer("max_keys", 1, kMaxRateKeys, "buckets kept, least recently used dropped"))
+        out.max_keys = static_cast<uint32_t>(*v);
+    return claim_at;
+}
+
+// ---- [[route]] ------------------------------------------------------------------------
+
+void read_route_clusters(const TableReader& r, RouteDraft& d)
+{
+    const FileContext& cx = r.context();
     if (r.has("cluster") && r.has("clusters")) {
         r.error("clusters", "give either \"cluster\" or \"clusters\", not both");
     } else if (r.has("cluster")) {
@@ -904,8 +1667,7 @@ void read_route(const FileContext& cx, const toml::table& t, size_t index, Draft
                 weights_ok = false;
                 continue;
             }
-            TableReader tr(cx, *targets[i], r.child("clusters") + "[" + std::to_string(i) + "]",
-                           {"name", "weight"});
+            TableReader tr(cx, *targets[i], index_path(r, "clusters", i), {"name", "weight"});
             WeightedCluster wc;
             if (auto w = tr.integer("weight", 0, kMaxWeight))
                 wc.weight = static_cast<uint32_t>(*w);
@@ -928,13 +1690,382 @@ void read_route(const FileContext& cx, const toml::table& t, size_t index, Draft
         if (weights_ok && !targets.empty() && (weight_sum < 1 || weight_sum > kMaxWeightSum))
             r.error("clusters", "the cluster weights sum to " + std::to_string(weight_sum) +
                                     "; the sum must be in 1.." + std::to_string(kMaxWeightSum));
-    } else {
-        r.missing("cluster", "a route needs \"cluster\" (one cluster) or \"clusters\" (weighted)");
+    } else if (!r.has("direct_response")) {
+        r.missing("cluster", "a route needs \"cluster\" (one cluster), \"clusters\" (weighted) or "
+                             "\"direct_response\"");
     }
+}
 
-    if (const toml::table* match = r.table("match"))
-        read_match(r, *match, d.value.match);
+void read_route(const FileContext& cx, const toml::table& t, size_t index, Drafts& out)
+{
+    TableReader r(cx, t, entity_path("route", index, t),
+                  {"name", "listeners", "offload", "cluster", "clusters", "direct_response", "match", "jwt", "rbac",
+                   "rate_limit", "request_headers", "response_headers", "timeout_ms", "connect_retries"});
+    RouteDraft d;
+    read_name(r, "route", d);
+    if (d.name)
+        d.value.name = *d.name;
+    d.value.where = r.where();
+
+    if (auto listeners = r.string_list("listeners", "omit \"listeners\" to use every listener")) {
+        for (auto& item : *listeners) {
+            if (std::find(d.value.listeners.begin(), d.value.listeners.end(), item.value) != d.value.listeners.end())
+                continue;
+            d.value.listeners.push_back(item.value);
+            d.listener_refs.push_back({item.value, item.where});
+        }
+    }
+    if (auto offload = r.boolean("offload"))
+        d.value.offload = *offload;
+
+    if (r.has("direct_response")) {
+        if (const char* target = r.has("cluster") ? "cluster" : r.has("clusters") ? "clusters" : nullptr)
+            r.error("direct_response", std::string("give either \"direct_response\" or \"") + target +
+                                           "\", not both: a direct response is not forwarded");
+        for (const char* key : {"request_headers", "response_headers", "timeout_ms", "connect_retries"})
+            if (r.has(key))
+                r.error(key, "has no effect with \"direct_response\": nothing is forwarded; remove it");
+        DirectResponse dr;
+        read_direct_response(r, dr);
+        d.value.direct_response = std::move(dr);
+    }
+    if (!r.has("direct_response") || r.has("cluster") || r.has("clusters"))
+        read_route_clusters(r, d);
+
+    std::vector<Located> claim_uses;
+    if (const toml::table* match = r.table("match")) {
+        TableReader mr(cx, *match, r.child("match"),
+                       {"method", "host", "path_exact", "path_prefix", "path_regex", "headers", "query", "source",
+                        "claims"});
+        if (auto at = read_conditions(mr, d.value.match, true))
+            claim_uses.push_back(*at);
+    }
+    if (auto jwt = r.string("jwt")) {
+        if (auto why = check_name(*jwt))
+            r.error("jwt", *why);
+        else {
+            d.value.jwt = *jwt;
+            d.jwt_ref = Reference{*jwt, r.located("jwt")};
+        }
+    }
+    if (r.has("rbac")) {
+        Rbac rbac;
+        if (auto at = read_rbac(r, rbac))
+            claim_uses.push_back(*at);
+        d.value.rbac = std::move(rbac);
+    }
+    if (r.has("rate_limit")) {
+        RateLimit limit;
+        if (auto at = read_rate_limit(r, limit))
+            claim_uses.push_back(*at);
+        d.value.rate_limit = std::move(limit);
+    }
+    if (!r.has("jwt"))
+        for (const Located& at : claim_uses)
+            cx.error(at.at, at.key, "claims come from the route's verified token: add jwt = \"<provider>\" to "
+                                    "the route");
+    if (!r.has("direct_response")) {
+        read_mutation(r, "request_headers", false, d.value.request_headers);
+        read_mutation(r, "response_headers", true, d.value.response_headers);
+        if (auto v = r.integer("timeout_ms", 1, kMaxTimeoutMs, "milliseconds, at most one day"))
+            d.value.timeout = std::chrono::milliseconds(*v);
+        if (auto v = r.integer("connect_retries", 0, kMaxConnectRetries, "other endpoints tried"))
+            d.value.connect_retries = static_cast<uint32_t>(*v);
+    }
     out.routes.push_back(std::move(d));
+}
+
+// ---- [[jwt_provider]] -------------------------------------------------------------------
+
+// Key material as the verifier will need it; the verifier (auth/) applies
+// the same rules again when it builds its keys.
+std::optional<std::string> check_public_key(const std::string& alg, const std::string& pem)
+{
+    const std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())),
+                                                        &BIO_free);
+    if (!bio)
+        return std::string("cannot read the key (out of memory)");
+    const std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr,
+                                                                                       nullptr),
+                                                                  &EVP_PKEY_free);
+    if (!key)
+        return std::string("is not a PEM public key (\"-----BEGIN PUBLIC KEY-----\", SubjectPublicKeyInfo)");
+    if (alg == "RS256") {
+        if (EVP_PKEY_get_base_id(key.get()) != EVP_PKEY_RSA)
+            return std::string("is not an RSA key, which RS256 needs");
+        const int bits = EVP_PKEY_get_bits(key.get());
+        if (bits < 2048 || bits > 8192)
+            return "is a " + std::to_string(bits) + "-bit RSA key; RS256 needs 2048 to 8192 bits";
+        return std::nullopt;
+    }
+    char group[64] = {};
+    size_t len = 0;
+    if (EVP_PKEY_get_base_id(key.get()) != EVP_PKEY_EC ||
+        EVP_PKEY_get_utf8_string_param(key.get(), OSSL_PKEY_PARAM_GROUP_NAME, group, sizeof(group), &len) != 1)
+        return std::string("is not an EC key, which ES256 needs");
+    if (std::string_view(group, len) != "prime256v1")
+        return "is an EC key on " + std::string(group, len) + "; ES256 needs P-256 (prime256v1)";
+    return std::nullopt;
+}
+
+const std::vector<std::string>& jwt_algorithms()
+{
+    static const std::vector<std::string> kAlgs{"HS256", "HS384", "HS512", "RS256", "ES256"};
+    return kAlgs;
+}
+
+std::optional<std::string> check_alg(const std::string& alg)
+{
+    const auto& algs = jwt_algorithms();
+    if (std::find(algs.begin(), algs.end(), alg) != algs.end())
+        return std::nullopt;
+    if (lower(alg) == "none")
+        return std::string("\"none\" is never accepted: unsigned tokens would pass");
+    std::string message = quote(alg) + " is not a supported algorithm";
+    if (auto guess = closest(alg, algs))
+        message += " (did you mean \"" + *guess + "\"?)";
+    return message + "; use " + joined(algs);
+}
+
+void read_jwt_keys(const TableReader& r, JwtProvider& p)
+{
+    const FileContext& cx = r.context();
+    const std::vector<const toml::table*> items = bounded_tables(
+        r, "keys", "an array of key tables", "omit \"keys\" when the keys come from jwks_file", kMaxJwtKeys);
+    std::optional<size_t> without_kid;
+    for (size_t i = 0; i < items.size(); i++) {
+        if (!items[i])
+            continue;
+        TableReader kr(cx, *items[i], index_path(r, "keys", i), {"kid", "alg", "secret_base64url", "pem"});
+        JwtKey key;
+        key.where = kr.where();
+        bool ok = true;
+        if (auto kid = kr.string("kid")) {
+            if (auto why = check_claim_text(*kid)) {
+                kr.error("kid", *why);
+                ok = false;
+            } else if (auto it = std::find_if(p.keys.begin(), p.keys.end(),
+                                              [&](const JwtKey& k) { return k.kid == *kid; });
+                       it != p.keys.end()) {
+                kr.error("kid", "kid " + quote(*kid) + " is already used by keys[" +
+                                    std::to_string(it - p.keys.begin()) + "]; key ids must be unique");
+                ok = false;
+            }
+            key.kid = *kid;
+        } else if (kr.has("kid")) {
+            ok = false;
+        } else if (without_kid) {
+            kr.error_here("keys[" + std::to_string(*without_kid) + "] already has no kid; give each key a \"kid\" "
+                          "(a token without one is checked against the one key without one)");
+            ok = false;
+        } else {
+            without_kid = i;
+        }
+        auto alg = kr.required_string("alg", "give the key's algorithm: " + joined(jwt_algorithms()));
+        if (!alg)
+            continue;
+        if (auto why = check_alg(*alg)) {
+            kr.error("alg", *why);
+            continue;
+        }
+        key.alg = *alg;
+        const bool hmac = alg->starts_with("HS");
+        const char* material = hmac ? "secret_base64url" : "pem";
+        const char* other = hmac ? "pem" : "secret_base64url";
+        if (kr.has(other)) {
+            kr.error(other, std::string("an ") + *alg + " key is given by \"" + material + "\"");
+            continue;
+        }
+        auto text = kr.required_string(material, hmac ? "give the shared secret, base64url-encoded"
+                                                       : "give the public key in PEM form");
+        if (!text)
+            continue;
+        if (hmac) {
+            std::string why;
+            auto secret = base64url_decode(*text, &why);
+            const size_t min = *alg == "HS256" ? 32 : *alg == "HS384" ? 48 : 64;
+            if (!secret) {
+                kr.error(material, "the secret " + why);
+                continue;
+            }
+            if (secret->size() < min || secret->size() > 4096) {
+                kr.error(material, "the secret is " + std::to_string(secret->size()) + " bytes; " + *alg +
+                                       " needs " + std::to_string(min) + " to 4096 (RFC 7518 section 3.2)");
+                continue;
+            }
+            key.secret = std::move(*secret);
+        } else {
+            if (auto why = check_public_key(*alg, *text)) {
+                kr.error(material, "the key " + *why);
+                continue;
+            }
+            key.pem = *text;
+        }
+        if (ok)
+            p.keys.push_back(std::move(key));
+    }
+}
+
+void read_jwt_from(const TableReader& r, JwtProvider& p)
+{
+    const toml::table* t = r.table("from");
+    if (!t)
+        return;
+    TableReader fr(r.context(), *t, r.child("from"), {"header", "cookie", "prefix"});
+    if (const char* extra = fr.second_of({"header", "cookie"})) {
+        fr.error(extra, "give either \"header\" or \"cookie\", not both");
+        return;
+    }
+    if (fr.has("cookie")) {
+        if (fr.has("prefix"))
+            fr.error("prefix", "only applies with \"header\": a cookie's value is the token");
+        if (auto name = fr.string("cookie")) {
+            if (check_field_name(*name))
+                fr.error("cookie", quote(*name) + " is not a cookie name (RFC 6265: a token)");
+            else {
+                p.from = {RequestKey::Kind::Cookie, *name};
+                p.from_prefix.clear();
+            }
+        }
+        return;
+    }
+    if (!fr.has("header")) {
+        fr.error_here("needs \"header\" (e.g. { header = \"authorization\", prefix = \"Bearer \" }) or \"cookie\"");
+        return;
+    }
+    auto name = fr.string("header");
+    if (!name)
+        return;
+    if (auto why = check_field_name(*name)) {
+        fr.error("header", *why);
+        return;
+    }
+    p.from = {RequestKey::Kind::Header, lower(*name)};
+    p.from_prefix = lower(*name) == "authorization" ? "Bearer " : "";
+    if (auto prefix = fr.string("prefix")) {
+        if (prefix->size() > 64)
+            fr.error("prefix", "the prefix is " + std::to_string(prefix->size()) + " bytes long; at most 64");
+        else if (check_header_value(*prefix + "x"))
+            fr.error("prefix", *check_header_value(*prefix));
+        else
+            p.from_prefix = *prefix;
+    }
+}
+
+void read_forward_claims(const TableReader& r, JwtProvider& p)
+{
+    const std::vector<const toml::table*> items = bounded_tables(
+        r, "forward_claims", "an array of { claim, header } tables", "omit \"forward_claims\"", kMaxForwardClaims);
+    for (size_t i = 0; i < items.size(); i++) {
+        if (!items[i])
+            continue;
+        TableReader fr(r.context(), *items[i], index_path(r, "forward_claims", i), {"claim", "header"});
+        auto claim = fr.required_string("claim", "give the claim's name, e.g. \"sub\"");
+        auto header = fr.required_string("header", "give the request header it is sent in, e.g. \"x-user\"");
+        bool ok = claim && header;
+        if (claim) {
+            if (auto why = check_claim_text(*claim)) {
+                fr.error("claim", *why);
+                ok = false;
+            }
+        }
+        if (header) {
+            const std::string name = lower(*header);
+            if (auto why = check_field_name(*header)) {
+                fr.error("header", *why);
+                ok = false;
+            } else if (is_reserved_field(name)) {
+                fr.error("header", reserved_field_message(name));
+                ok = false;
+            } else if (auto it = std::find_if(p.forward_claims.begin(), p.forward_claims.end(),
+                                               [&](const JwtProvider::ForwardClaim& f) { return f.header == name; });
+                       it != p.forward_claims.end()) {
+                fr.error("header", "header " + quote(name) + " already carries claim " + quote(it->claim));
+                ok = false;
+            } else if (p.from.kind == RequestKey::Kind::Header && p.from.name == name) {
+                fr.error("header", "header " + quote(name) + " carries the token itself");
+                ok = false;
+            }
+        }
+        if (ok)
+            p.forward_claims.push_back({*claim, lower(*header)});
+    }
+}
+
+void read_jwt_provider(const FileContext& cx, const toml::table& t, size_t index, Drafts& out)
+{
+    TableReader r(cx, t, entity_path("jwt_provider", index, t),
+                  {"name", "issuer", "audiences", "algorithms", "keys", "jwks_file", "from", "clock_skew_s",
+                   "require_exp", "max_token_bytes", "forward_claims"});
+    JwtProviderDraft d;
+    read_name(r, "jwt_provider", d);
+    JwtProvider& p = d.value;
+    p.name = d.name.value_or("");
+    p.where = r.where();
+    if (auto issuer = r.string("issuer")) {
+        if (auto why = check_claim_text(*issuer))
+            r.error("issuer", *why + "; omit \"issuer\" to accept any");
+        else
+            p.issuer = *issuer;
+    }
+    if (auto audiences = r.string_list("audiences", "omit \"audiences\" to accept any audience")) {
+        for (const auto& item : *audiences) {
+            if (auto why = check_claim_text(item.value))
+                cx.error(item.where.at, item.where.key, *why);
+            else if (std::find(p.audiences.begin(), p.audiences.end(), item.value) == p.audiences.end())
+                p.audiences.push_back(item.value);
+        }
+    }
+    bool algorithms_ok = true;
+    if (auto algs = r.string_list("algorithms", "omit \"algorithms\" to accept those of the keys")) {
+        for (const auto& item : *algs) {
+            if (auto why = check_alg(item.value)) {
+                cx.error(item.where.at, item.where.key, *why);
+                algorithms_ok = false;
+            } else if (std::find(p.algorithms.begin(), p.algorithms.end(), item.value) == p.algorithms.end()) {
+                p.algorithms.push_back(item.value);
+            }
+        }
+    } else if (r.has("algorithms")) {
+        algorithms_ok = false;
+    }
+    if (auto file = r.string("jwks_file")) {
+        if (auto why = check_absolute_path(*file))
+            r.error("jwks_file", *why);
+        else
+            p.jwks_file = *file;
+    }
+    read_jwt_from(r, p);
+    read_jwt_keys(r, p);
+    if (!r.has("keys") && !r.has("jwks_file"))
+        r.missing("keys", "a provider needs inline \"keys\" or a \"jwks_file\"");
+    if (!r.has("algorithms")) {
+        for (const JwtKey& k : p.keys)
+            if (std::find(p.algorithms.begin(), p.algorithms.end(), k.alg) == p.algorithms.end())
+                p.algorithms.push_back(k.alg);
+        if (r.has("jwks_file"))
+            r.missing("algorithms", "keys from a jwks_file do not say which algorithms to trust; give them, e.g. "
+                                    "[\"RS256\"]");
+    } else if (algorithms_ok) {
+        const toml::array* arr = r.node("keys") ? r.node("keys")->as_array() : nullptr;
+        for (size_t i = 0; arr && i < arr->size(); i++) {
+            const toml::table* e = arr->get(i)->as_table();
+            const toml::node* alg = e ? e->get("alg") : nullptr;
+            if (alg && alg->is_string() && !check_alg(alg->as_string()->get()) &&
+                std::find(p.algorithms.begin(), p.algorithms.end(), alg->as_string()->get()) == p.algorithms.end())
+                cx.error(cx.at(*alg), index_path(r, "keys", i) + ".alg",
+                         quote(alg->as_string()->get()) + " is not among this provider's algorithms (" +
+                             joined(p.algorithms) + "); the key could never verify a token");
+        }
+    }
+    if (auto v = r.integer("clock_skew_s", 0, kMaxClockSkewS, "seconds of leeway for exp and nbf"))
+        p.clock_skew = std::chrono::seconds(*v);
+    if (auto v = r.boolean("require_exp"))
+        p.require_exp = *v;
+    if (auto v = r.integer("max_token_bytes", 64, 65536, "longer tokens are refused"))
+        p.max_token_bytes = static_cast<uint32_t>(*v);
+    read_forward_claims(r, p);
+    out.jwt_providers.push_back(std::move(d));
 }
 
 // ---- one file ---------------------------------------------------------------------
@@ -942,7 +2073,7 @@ void read_route(const FileContext& cx, const toml::table& t, size_t index, Draft
 void read_document(const FileContext& cx, Drafts& out)
 {
     const toml::table& root = cx.doc().root;
-    TableReader r(cx, root, "", {"daemon", "listener", "cluster", "route"});
+    TableReader r(cx, root, "", {"daemon", "listener", "cluster", "route", "jwt_provider"});
 
     if (const toml::node* daemon = root.get("daemon")) {
         if (cx.doc().index != 0) {
@@ -951,14 +2082,15 @@ void read_document(const FileContext& cx, Drafts& out)
                      "[daemon] is only allowed in the main policy file; move these settings there");
         } else if (auto* t = expect<toml::table>(cx, *daemon, "daemon", "a table ([daemon])")) {
             DaemonSettings s;
-            read_daemon(cx, *t, s);
+            read_daemon(cx, *t, s, out);
             out.daemon = s;
         }
     }
     using Reader = void (*)(const FileContext&, const toml::table&, size_t, Drafts&);
     for (auto [key, read] : {std::pair<const char*, Reader>{"listener", read_listener},
                              std::pair<const char*, Reader>{"cluster", read_cluster},
-                             std::pair<const char*, Reader>{"route", read_route}}) {
+                             std::pair<const char*, Reader>{"route", read_route},
+                             std::pair<const char*, Reader>{"jwt_provider", read_jwt_provider}}) {
         const std::string expected = "an array of tables ([[" + std::string(key) + "]])";
         const std::vector<const toml::table*> tables = r.tables(key, expected);
         for (size_t i = 0; i < tables.size(); i++)
@@ -977,6 +2109,10 @@ public:
     {
         if (d.daemon)
             daemon_ = *d.daemon;
+        if (d.metrics_at)
+            metrics_at_ = *d.metrics_at;
+        for (auto& x : d.jwt_providers)
+            jwt_providers_.push_back(std::move(x));
         for (auto& x : d.listeners)
             listeners_.push_back(std::move(x));
         for (auto& x : d.clusters)
@@ -992,15 +2128,23 @@ public:
     {
         const auto listener_names = unique_names(listeners_, "listener");
         const auto cluster_names = unique_names(clusters_, "cluster");
+        const auto provider_names = unique_names(jwt_providers_, "jwt_provider");
         unique_names(routes_, "route");
         check_listener_addresses();
         check_endpoint_loops();
+        check_metrics_address();
         if (complete) {
             for (const RouteDraft& r : routes_) {
                 for (const Reference& ref : r.listener_refs)
                     resolve(ref, listener_names, "listener");
                 for (const Reference& ref : r.cluster_refs)
                     resolve(ref, cluster_names, "cluster");
+                if (r.jwt_ref) {
+                    if (auto it = provider_names.find(r.jwt_ref->name); it != provider_names.end())
+                        check_forwarded_claims(r, *it->second);
+                    else
+                        resolve(*r.jwt_ref, provider_names, "jwt_provider");
+                }
             }
             if (listeners_.empty() && !sources.empty())
                 sink_.add(0, {sources.front(), 1, 1}, "listener",
@@ -1018,6 +2162,8 @@ public:
         }
         for (RouteDraft& r : routes_)
             p.routes.push_back(std::move(r.value));
+        for (JwtProviderDraft& j : jwt_providers_)
+            p.jwt_providers.push_back(std::move(j.value));
         return p;
     }
 
@@ -1096,6 +2242,44 @@ private:
         }
     }
 
+    // The metrics listener is a socket like the others: it cannot share an
+    // address with a proxy listener.
+    void check_metrics_address()
+    {
+        if (!daemon_.metrics_address || !metrics_at_)
+            return;
+        const SocketAddress& m = *daemon_.metrics_address;
+        for (const ListenerDraft& l : listeners_) {
+            if (!l.address || l.address->family != m.family || l.address->port != m.port)
+                continue;
+            if (*l.address == m || l.address->is_wildcard() || m.is_wildcard()) {
+                error(*metrics_at_, m.str() + " overlaps " + label(l) + " on " + l.address->str() + " (" +
+                                        l.address_at.at.str() + "); give the metrics listener its own port");
+                return;
+            }
+        }
+    }
+
+    // A forwarded claim header is written by the provider; the route's own
+    // request_headers changing the same name would make the result depend
+    // on an order nobody wrote down.
+    void check_forwarded_claims(const RouteDraft& r, const JwtProviderDraft& provider)
+    {
+        const HeaderMutation& m = r.value.request_headers;
+        for (const JwtProvider::ForwardClaim& f : provider.value.forward_claims) {
+            const bool changed =
+                std::find(m.remove.begin(), m.remove.end(), f.header) != m.remove.end() ||
+                std::any_of(m.set.begin(), m.set.end(), [&](const HeaderValue& h) { return h.name == f.header; }) ||
+                std::any_of(m.add.begin(), m.add.end(), [&](const HeaderValue& h) { return h.name == f.header; });
+            if (changed) {
+                error(r.jwt_ref->at, "jwt_provider " + quote(provider.value.name) + " forwards claim " +
+                                         quote(f.claim) + " in header " + quote(f.header) +
+                                         ", which this route's request_headers also changes; use another header");
+                return;
+            }
+        }
+    }
+
     // An endpoint that is one of our own listeners sends requests back into
     // l7fast forever.
     void check_endpoint_loops()
@@ -1122,6 +2306,8 @@ private:
     std::vector<ListenerDraft> listeners_;
     std::vector<ClusterDraft> clusters_;
     std::vector<RouteDraft> routes_;
+    std::vector<JwtProviderDraft> jwt_providers_;
+    std::optional<Located> metrics_at_;
     std::map<SocketAddress, const ListenerDraft*> by_address_;
     std::map<std::pair<int, uint16_t>, const ListenerDraft*> wildcard_;
 };
@@ -1177,6 +2363,10 @@ PolicyLoadResult load_sources_unguarded(std::span<const PolicySource> sources, E
         Document doc;
         doc.index = i;
         doc.file = sources[i].filename;
+        doc.text = sources[i].text;
+        doc.line_starts.push_back(0);
+        for (size_t at = doc.text.find('\n'); at != std::string_view::npos; at = doc.text.find('\n', at + 1))
+            doc.line_starts.push_back(at + 1);
         try {
             doc.root = toml::parse(sources[i].text, sources[i].filename);
         } catch (const toml::parse_error& e) {

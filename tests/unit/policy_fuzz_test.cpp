@@ -2,14 +2,21 @@
 // whatever it accepts the Router and the compiler can handle.
 #include <gtest/gtest.h>
 
+#include <sys/socket.h>
+
 #include <fstream>
+#include <limits>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "policy/Mutation.hpp"
 #include "policy/PolicyCompiler.hpp"
 #include "policy/PolicyLoader.hpp"
+#include "policy/RateLimiter.hpp"
+#include "policy/Rbac.hpp"
+#include "policy/Responses.hpp"
 #include "policy/Router.hpp"
 
 using namespace l7fast::policy;
@@ -26,8 +33,44 @@ std::string read(const std::string& path)
     return ss.str();
 }
 
+// Runs every reference action of every route on one request, the way the
+// slow path's pipeline will.
+void exercise(const Router& router, const RequestView& view)
+{
+    Claims claims;
+    claims.members = {{"sub", {"alice"}}, {"role", {"admin"}}, {"scope", {"read", "write"}}};
+    const ClaimsLookup lookup = [&](const JwtProvider&) { return &claims; };
+    (void)router.route(view, lookup);
+    const std::string head = "GET /api/x?y HTTP/1.1\r\nHost: example.com\r\nx-canary: 1\r\n\r\n";
+    for (const Route& route : router.policy().routes) {
+        ASSERT_NO_THROW((void)conditions_hold(route.match, view, &claims));
+        if (route.rbac) {
+            const RbacDecision d = evaluate(*route.rbac, view, &claims);
+            ASSERT_GE(d.rule, -1);
+            ASSERT_LT(d.rule, static_cast<int>(route.rbac->rules.size()));
+            ASSERT_FALSE(rbac_denied(*route.rbac, true).bytes.empty());
+        }
+        if (route.rate_limit) {
+            RateLimiter limiter(*route.rate_limit);
+            const std::optional<std::string> key =
+                route.rate_limit->key ? request_key(*route.rate_limit->key, view, &claims) : std::nullopt;
+            ASSERT_EQ(limiter.take(key, 1), 0u) << "a fresh bucket admits";
+        }
+        if (route.direct_response) {
+            const LocalResponse r = direct_response(*route.direct_response, false);
+            ASSERT_LE(r.head_size, r.bytes.size());
+        }
+        std::vector<ForwardedHeader> forwarded;
+        if (route.jwt)
+            if (const JwtProvider* p = router.policy().find_jwt_provider(*route.jwt))
+                forwarded = forwarded_claim_headers(*p, &claims);
+        ASSERT_TRUE(mutate_request_head(head, route.request_headers, forwarded));
+        ASSERT_TRUE(mutate_response_head("HTTP/1.1 200 OK\r\n\r\n", route.response_headers));
+    }
+}
+
 // Loads `text`; checks the result is either a policy or well-formed errors,
-// and that an accepted policy can be routed and compiled.
+// and that an accepted policy can be routed, evaluated and compiled.
 void check(const std::string& text)
 {
     PolicyLoadResult r(std::vector<PolicyError>{});
@@ -46,15 +89,22 @@ void check(const std::string& text)
     const CompiledTables t = compile(p, 1, [](const SocketAddress&) { return std::optional<uint32_t>(0); });
     ASSERT_EQ(t.placement.size(), p.routes.size());
     const Router router(p);
-    const HeaderField headers[] = {{"Host", "example.com"}, {"x-canary", "1"}};
+    const HeaderField headers[] = {{"Host", "example.com"}, {"x-canary", "1"}, {"Cookie", "session=s"}};
     (void)router.route({"GET", "/api/x?y", headers, 0});
+    RequestView view{"GET", "/api/x?y=1", headers, 0};
+    view.client_family = AF_INET;
+    view.client_ip = {10, 1, 2, 3};
+    exercise(router, view);
 }
 
 std::string mutate(std::string s, std::mt19937_64& rng)
 {
     static const std::vector<std::string> kTokens{
         "[", "]", "[[", "]]", "{", "}", "=", "\"", "'", "\n", ",", ".", "#", "\\", "\\u0000", "0", "-1",
-        "99999999999999999999", "true", "1.5", "1979-05-27", "route", "match", "headers", "name", "\xff", "\xc3"};
+        "99999999999999999999", "true", "1.5", "1979-05-27", "route", "match", "headers", "name", "\xff", "\xc3",
+        "jwt_provider", "rbac", "rules", "claims", "query", "source", "path_regex", "(", ")", "*", "+", "{", "|",
+        "absent", "prefix", "set", "add", "remove", "direct_response", "rate_limit", "key", "maglev", "ring_hash",
+        "HS256", "RS256", "none", "::/0", "/33", "\\r\\n", "content-length", "host"};
     const int edits = 1 + static_cast<int>(rng() % 4);
     for (int i = 0; i < edits && !s.empty(); i++) {
         const size_t at = rng() % s.size();
@@ -88,6 +138,7 @@ TEST(PolicyFuzz, MutatedPolicies)
     const std::vector<std::string> seeds{
         read(std::string(L7FAST_TEST_DATA) + "/policy/full.toml"),
         read(std::string(L7FAST_TEST_DATA) + "/../../packaging/policy.toml"),
+        read(std::string(L7FAST_TEST_DATA) + "/policy/suite.toml"),
     };
     ASSERT_FALSE(seeds[0].empty());
     std::mt19937_64 rng(kFuzzSeed);
@@ -162,4 +213,83 @@ TEST(PolicyFuzz, SocketAddressParse)
         }
     }
     EXPECT_EQ(SocketAddress::parse("1.2.3.4:5", nullptr)->port, 5u);
+}
+
+TEST(PolicyFuzz, CidrParse)
+{
+    std::mt19937_64 rng(kFuzzSeed + 3);
+    const std::string alphabet = "0123456789abcdef:./f";
+    for (int i = 0; i < 20000; i++) {
+        std::string s(rng() % 40, ' ');
+        for (char& c : s)
+            c = alphabet[rng() % alphabet.size()];
+        std::string why;
+        const auto c = Cidr::parse(s, &why);
+        if (c) {
+            ASSERT_EQ(Cidr::parse(c->str(), nullptr), c) << s;
+            ASSERT_TRUE(c->contains(c->family, c->ip.data())) << s;
+        } else {
+            ASSERT_FALSE(why.empty()) << s;
+        }
+    }
+}
+
+TEST(PolicyFuzz, RequestPartsAndMutations)
+{
+    std::mt19937_64 rng(kFuzzSeed + 4);
+    const std::string alphabet = "ab=&;?: \t\r\nX-";
+    HeaderMutation m;
+    m.remove = {"a", "x-b"};
+    m.set = {{"x-a", "v"}};
+    m.add = {{"b", ""}};
+    const std::vector<ForwardedHeader> fwd{{"ab", "c"}, {"x", std::nullopt}};
+    for (int i = 0; i < 20000; i++) {
+        std::string s(rng() % 64, ' ');
+        for (char& c : s)
+            c = alphabet[rng() % alphabet.size()];
+        (void)request_query_param(s, "a");
+        const HeaderField f[] = {{"Cookie", s}, {"cookie", s}};
+        if (auto v = request_cookie(f, "a")) {
+            ASSERT_TRUE(v->data() >= s.data() && v->data() + v->size() <= s.data() + s.size());
+        }
+        const std::string head = "GET / HTTP/1.1\r\n" + s + "\r\n\r\n";
+        if (auto out = mutate_request_head(head, m, fwd)) {
+            ASSERT_TRUE(out->ends_with("x-a: v\r\nab: c\r\nb: \r\n\r\n"));
+            ASSERT_TRUE(out->starts_with("GET / HTTP/1.1\r\n"));
+        }
+    }
+}
+
+TEST(PolicyFuzz, BucketInvariants)
+{
+    std::mt19937_64 rng(kFuzzSeed + 5);
+    for (int i = 0; i < 2000; i++) {
+        const auto rate = static_cast<uint32_t>(rng() % 3 ? rng() % 2000 + 1 : rng());
+        const auto burst = static_cast<uint32_t>(rng() % 3 ? rng() % 100 + 1 : rng());
+        l7_bucket b{};
+        uint64_t now = 1 + rng() % 1000;
+        uint64_t taken = 0;
+        const uint64_t start = now;
+        for (int j = 0; j < 200; j++) {
+            now += rng() % 4 ? rng() % 2'000'000 : rng() % (uint64_t{1} << 40);
+            const uint64_t wait = l7_bucket_take(&b, now, rate, burst);
+            ASSERT_LE(b.tokens_milli, uint64_t{burst} * 1000);
+            ASSERT_LE(b.last_ns, now);
+            if (wait == 0) {
+                taken++;
+            } else {
+                ASSERT_LE(wait, 1000u);
+                // after `wait` ms a token is there
+                l7_bucket probe = b;
+                ASSERT_EQ(l7_bucket_take(&probe, now + wait * 1'000'000, rate, burst), 0u);
+                if (wait > 1) {
+                    probe = b;
+                    ASSERT_NE(l7_bucket_take(&probe, now + (wait - 1) * 1'000'000, rate, burst), 0u);
+                }
+            }
+        }
+        // never more than the burst plus what the rate refilled
+        const long double allowed = burst + static_cast<long double>(now - start) * rate / 1e9L + 1;
+        ASSERT_LE(static_cast<long double>(taken), allowed) << rate << " " << burst;
+    }
 }

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 
 #include <cstring>
+#include <functional>
 #include <map>
 #include <random>
 #include <set>
@@ -574,4 +575,51 @@ TEST(CompilerTables, TheShippedDefaultPolicyRunsInTheKernel)
     const CompiledTables t = compile_policy(r.policy(), pools);
     for (size_t i = 0; i < t.placement.size(); i++)
         EXPECT_TRUE(t.placement[i].kernel) << r.policy().routes[i].name << ": " << t.placement[i].reason;
+}
+
+// Every policy feature the kernel tables cannot express places its route in
+// user space (the reference pipeline enforces it there) and never narrows
+// the route's bits beyond what the kernel can check.
+TEST(CompilerTables, FeaturesWithoutKernelSupportGoToUserSpace)
+{
+    const Policy base = load(route_block("r", "path_prefix = \"/a\""));
+    ASSERT_EQ(base.routes.size(), 1u);
+    std::vector<std::pair<std::string, std::function<void(Policy&)>>> cases = {
+        {"path_regex", [](Policy& p) { p.routes[0].match.path_kind = PathMatch::Regex; }},
+        {"header absence", [](Policy& p) {
+             p.routes[0].match.headers.push_back({"x-a", HeaderCondition::Kind::Absent, ""});
+         }},
+        {"header prefix", [](Policy& p) {
+             p.routes[0].match.headers.push_back({"x-a", HeaderCondition::Kind::Prefix, "v"});
+         }},
+        {"query", [](Policy& p) { p.routes[0].match.query.push_back({"q", QueryCondition::Kind::Present, ""}); }},
+        {"source", [](Policy& p) { p.routes[0].match.sources.push_back(Cidr{AF_INET, {}, 0}); }},
+        {"claim", [](Policy& p) { p.routes[0].match.claims.push_back({"sub", ClaimCondition::Kind::Present, ""}); }},
+        {"JWT", [](Policy& p) { p.routes[0].jwt = "corp"; }},
+        {"RBAC", [](Policy& p) { p.routes[0].rbac = Rbac{}; }},
+        {"rate limit", [](Policy& p) { p.routes[0].rate_limit = RateLimit{10, 10, std::nullopt, 10}; }},
+        {"direct response", [](Policy& p) { p.routes[0].direct_response = DirectResponse{}; }},
+        {"header mutation", [](Policy& p) { p.routes[0].request_headers.remove.push_back("x-b"); }},
+        {"header mutation", [](Policy& p) { p.routes[0].response_headers.set.push_back({"x-b", "1"}); }},
+        {"per-route timeout", [](Policy& p) { p.routes[0].timeout = std::chrono::milliseconds(5); }},
+        {"consistent hashing", [](Policy& p) { p.clusters[0].lb = LbPolicy::RingHash; }},
+        {"consistent hashing", [](Policy& p) { p.clusters[0].lb = LbPolicy::Maglev; }},
+    };
+    for (auto& [what, change] : cases) {
+        Policy p = base;
+        change(p);
+        PoolIds pools;
+        const CompiledTables t = compile_policy(p, pools);
+        EXPECT_FALSE(t.placement[0].kernel) << what;
+        EXPECT_NE(t.placement[0].reason.find(what), std::string::npos)
+            << what << ": " << t.placement[0].reason;
+    }
+    // an absence condition must not be compiled as "present"
+    Policy p = base;
+    p.routes[0].match.headers.push_back({"x-a", HeaderCondition::Kind::Absent, ""});
+    PoolIds pools;
+    const CompiledTables t = compile_policy(p, pools);
+    ASSERT_GE(t.meta.n_match_hdrs, 0u);
+    for (uint32_t h = 0; h < t.meta.n_match_hdrs; h++)
+        EXPECT_TRUE(bits(t.bitmaps[L7_BMI_HDR_PRESENT(h)]).empty());
 }

@@ -157,10 +157,49 @@ private:
         shape_path(route.match, s);
         shape_headers(route.match, s);
         shape_targets(route, s);
+        shape_unsupported(route, s);
         if (!route.offload)
             s.reasons.add("offload = false");
         if (!p_.daemon.kernel_dataplane)
             s.reasons.add("kernel_dataplane = false");
+    }
+
+    // Policy features the kernel tables cannot express (yet): the route is
+    // placed in user space, where the reference pipeline enforces them.
+    void shape_unsupported(const Route& route, RouteShape& s)
+    {
+        const RouteMatch& m = route.match;
+        if (m.path_kind == PathMatch::Regex)
+            s.reasons.add("path_regex runs in user space");
+        for (const HeaderCondition& c : m.headers) {
+            if (c.kind == HeaderCondition::Kind::Absent)
+                s.reasons.add("header absence conditions run in user space");
+            if (c.kind == HeaderCondition::Kind::Prefix)
+                s.reasons.add("header prefix conditions run in user space");
+        }
+        if (!m.query.empty())
+            s.reasons.add("query conditions run in user space");
+        if (!m.sources.empty())
+            s.reasons.add("source address conditions run in user space");
+        if (!m.claims.empty())
+            s.reasons.add("claim conditions run in user space");
+        if (route.jwt)
+            s.reasons.add("JWT authentication runs in user space");
+        if (route.rbac)
+            s.reasons.add("RBAC runs in user space");
+        if (route.rate_limit)
+            s.reasons.add("rate limits run in user space");
+        if (route.direct_response)
+            s.reasons.add("direct responses are sent from user space");
+        if (!route.request_headers.empty() || !route.response_headers.empty())
+            s.reasons.add("header mutation runs in user space");
+        if (route.timeout)
+            s.reasons.add("per-route timeouts run in user space");
+        for (const WeightedCluster& wc : route.clusters) {
+            const Cluster* c = p_.find_cluster(wc.cluster);
+            if (c && (c->lb == LbPolicy::RingHash || c->lb == LbPolicy::Maglev))
+                s.reasons.add("cluster " + c->name + ": consistent hashing runs in user space");
+        }
     }
 
     void shape_listeners(const Route& route, RouteShape& s)
@@ -243,7 +282,9 @@ private:
             const uint32_t h = slot->second;
             // "exact" implies "present": a value the kernel cannot compare
             // still narrows the route to requests carrying the header
-            if (c.kind == HeaderCondition::Kind::Present) {
+            if (c.kind == HeaderCondition::Kind::Absent || c.kind == HeaderCondition::Kind::Prefix) {
+                continue;  // "any" for the tables (a superset); shape_unsupported() places it
+            } else if (c.kind == HeaderCondition::Kind::Present) {
                 s.hdr[h] = std::max(s.hdr[h], RouteShape::Hdr::Present);
             } else if (c.value.size() > L7_MAX_MATCH_STR) {
                 s.hdr[h] = std::max(s.hdr[h], RouteShape::Hdr::Present);

@@ -76,8 +76,11 @@ def summarize(rows, ours=None):
         rows = [r for r in rows if r[1] is None or r[1] == 0 or r[1] in ours]
     busy = [(p, c, d, s) for p, _, c, d, s in rows]
     total = sum(r[0] for r in busy) or 1.0
-    by_comm, by_cat = {}, {}
+    by_comm, by_cat, by_prog = {}, {}, {}
     for p, comm, dso, sym in busy:
+        if sym.startswith("bpf_prog_"):
+            name = sym.split("_", 3)[-1]  # bpf_prog_<tag>_<name>
+            by_prog[name] = by_prog.get(name, 0) + p
         c = re.sub(r"[/:].*$", "", comm)  # kworker/0:1 -> kworker
         by_comm[c] = by_comm.get(c, 0) + p
         if dso != "[kernel.kallsyms]" and not sym.startswith("bpf_prog_"):
@@ -90,6 +93,7 @@ def summarize(rows, ours=None):
     top = sorted(busy, key=lambda r: -r[0])[:20]
     return {"foreign_share_of_busy": 100 * (1 - total / all_busy),
             "by_comm": norm(by_comm), "by_category": norm(by_cat),
+            "bpf_programs": norm(by_prog),
             "top_symbols": [{"percent_of_busy": 100 * p / total, "comm": c, "dso": d, "symbol": s}
                             for p, c, d, s in top]}
 

@@ -376,7 +376,9 @@ def summary_md(results, plot_files):
             comms = ", ".join(f"{k} {v:.0f}%" for k, v in list(p["by_comm"].items())[:6])
             syms = ", ".join(f"{t['symbol']} ({t['comm']}) {t['percent_of_busy']:.1f}%"
                              for t in p["top_symbols"][:6])
+            progs = ", ".join(f"{k} {v:.1f}%" for k, v in list(p.get("bpf_programs", {}).items())[:6])
             L.append(f"- **{s}** — by kind: {cats}. By process: {comms}. Top symbols: {syms}."
+                     + (f" BPF programs: {progs}." if progs else "")
                      f" (Other tenants' samples left out: {p.get('foreign_share_of_busy', 0):.0f}%"
                      f" of the machine's busy samples.)")
         L.append("\nFull reports: `perf-<system>.txt` (shares are of non-idle samples).\n")

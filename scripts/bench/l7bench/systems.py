@@ -310,7 +310,7 @@ class L7fast(System):
             if not line or self.ROUTINE.match(line):
                 continue
             key = re.sub(r"\d+(\.\d+){3}(:\d+)?", "ADDR", line)
-            key = re.sub(r"\d+", "N", key)[:200]
+            key = re.sub(r"\b\d+\b", "N", key)[:200]
             out[key] = out.get(key, 0) + 1
         return out
 

@@ -5,7 +5,7 @@
 // arrays with l7_lb_ring_pick() (bpf/include/l7_lb.h).
 //
 // Semantics follow source/extensions/load_balancing_policies/ring_hash/
-// ring_hash_lb.cc (Envoy 1.3x):
+// ring_hash_lb.cc (Envoy main, read in 2026):
 //  - scale = min(ceil(min_w * min_size) / min_w, max_size), where min_w is
 //    the smallest normalised weight; endpoint i gets points while a running
 //    count stays below the running sum of scale * w_i, so the least-weighted

@@ -415,9 +415,10 @@ const SuiteErrorCase kSuiteErrorCases[] = {
      "\"127.0.0.1:9002\" } ]\n",
      "t.toml:10:23: cluster \"b\".hash_balance_factor: only applies with lb = \"ring_hash\" or \"maglev\" "
      "(this cluster is weighted)"},
-    {"maglev_weights_sum_zero", "[[cluster]]\nname = \"b\"\nlb = \"maglev\"\nhash_key = { source_ip = true }\nendpoints = [ { address = "
+    {"maglev_weight_zero", "[[cluster]]\nname = \"b\"\nlb = \"maglev\"\nhash_key = { source_ip = true }\nendpoints = [ { address = "
      "\"127.0.0.1:9002\", weight = 0 } ]\n",
-     "t.toml:11:13: cluster \"b\".endpoints: the endpoint weights sum to 0; the sum must be in 1..65535"},
+     "t.toml:11:54: cluster \"b\".endpoints[0].weight: 0 is out of range 1..65535 (a hashing cluster cannot leave "
+     "an endpoint out; remove it instead)"},
 
     // paths
     {"path_regex_and_prefix", "[[route]]\nname = \"r\"\ncluster = \"app\"\n[route.match]\npath_prefix = \"/a\"\npath_regex = "

@@ -1092,7 +1092,9 @@ void read_cluster(const FileContext& cx, const toml::table& t, size_t index, Dra
             if (er.has("weight") && lb_known && !weights_allowed)
                 er.error("weight", "weights need lb = \"weighted\", \"ring_hash\" or \"maglev\" (this cluster is "
                                    "round_robin)");
-            else if (auto w = er.integer("weight", 0, kMaxWeight))
+            else if (auto w = er.integer("weight", hashing ? 1 : 0, kMaxWeight,
+                                         hashing ? "a hashing cluster cannot leave an endpoint out; remove it instead"
+                                                 : ""))
                 ep.weight = static_cast<uint32_t>(*w);
             weight_sum += ep.weight;
             auto text = er.required_string("address", "give the backend's \"ip:port\"");

@@ -379,7 +379,7 @@ def summary_md(results, plot_files):
             progs = ", ".join(f"{k} {v:.1f}%" for k, v in list(p.get("bpf_programs", {}).items())[:6])
             L.append(f"- **{s}** — by kind: {cats}. By process: {comms}. Top symbols: {syms}."
                      + (f" BPF programs: {progs}." if progs else "")
-                     f" (Other tenants' samples left out: {p.get('foreign_share_of_busy', 0):.0f}%"
+                     + f" (Other tenants' samples left out: {p.get('foreign_share_of_busy', 0):.0f}%"
                      f" of the machine's busy samples.)")
         L.append("\nFull reports: `perf-<system>.txt` (shares are of non-idle samples).\n")
     if results.get("kernel_warnings"):

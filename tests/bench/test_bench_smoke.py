@@ -199,3 +199,72 @@ def test_smoke_run_writes_results_and_cleans_up():
     warnings = [l for l in dmesg_after[len(dmesg_before):]
                 if re.search(r"WARNING|BUG|Oops|general protection|refcount_t|RIP:", l)]
     assert not warnings, "kernel warnings during the smoke run:\n" + "\n".join(warnings)
+
+
+def test_summary_renders_every_section(tmp_path):
+    """summary.md, CSV, JSON and plots from synthetic results with every
+    optional section (profiles, reload, failures, n/a cells)."""
+    from l7bench import report
+    plan = scenarios.build_plan("short", ["direct", "l7fast-local", "haproxy"])
+    from l7bench.main import plan_dict
+    pd = plan_dict(plan)
+    rows = []
+    for sc in plan.scenarios:
+        for rnd in range(sc.rounds):
+            for c in sc.conns:
+                for i, system in enumerate(("direct", "l7fast-local", "haproxy")):
+                    if system != "direct" and sc.group in ("rbac_rules", "jwt_bytes", "complexity") \
+                            and system == "l7fast-local":
+                        continue
+                    rows.append({"scenario": sc.key, "group": sc.group, "x": sc.x, "system": system,
+                                 "conns": c, "round": rnd, "rps": 1000.0 * (3 - i), "requests": 3000,
+                                 "ok_requests": 3000, "failed": 1 if i == 1 else 0,
+                                 "p50_us": 50.0 + i, "p90_us": 80.0, "p99_us": 100.0 + i,
+                                 "p999_us": 200.0, "mean_us": 60.0, "max_us": 900,
+                                 "cpu_us_per_req": 10.0 + i, "cpu_total_us_per_req": 12.0,
+                                 "ctxt_per_req": 1.0, "foreign_cpu_share": 0.2,
+                                 "kernel_share": 0.9 if i == 1 else None,
+                                 "counters": {"requests_kernel": 9, "requests_user": 1} if i == 1 else None,
+                                 "errors": {"status": 0}})
+    cells = {(s["key"], "l7fast-local"): {"status": "n/a", "reason": "n/a (not yet implemented): RBAC"}
+             for s in pd["scenarios"] if s["group"] in ("rbac_rules", "jwt_bytes", "complexity")}
+    results = {
+        "env": {"started": "now", "commit": "abc", "dirty": False, "kernel": "6.18", "cpu_model": "x",
+                "ncpu": 2, "versions": {"wrk": "4"}, "pinning": "p", "l7fastd": "l7fastd",
+                "l7fastd_sha256": "0"},
+        "plan": pd, "rows": rows, "cells": cells, "notes": ["a note"],
+        "reload": [{"system": "l7fast-local", "routes": 1000, "conns": 8, "startup_ms": 900.0,
+                    "reload_ms": [10.0, 12.0], "reload_ms_median": 12.0, "reload_ms_max": 12.0,
+                    "reloads": 2, "reloads_failed": 0, "requests": 100, "failed_requests": 1,
+                    "errors": {"status": 1}, "failed_statuses": {"504": 1}, "rss_bytes": 10 << 20,
+                    "hwm_bytes": 12 << 20}],
+        "rss": {"l7fast-local": {"VmRSS": 9 << 20, "VmHWM": 17 << 20}},
+        "profiles": {"l7fast-local": profile_sample(), "haproxy": {"error": "perf failed"}},
+        "diagnostics": {"main=standard l7fast-local c32": {"seconds": 1, "requests": 10,
+                                                          "errors": {"status": 2},
+                                                          "statuses": {"503": 2},
+                                                          "examples": ["upstream unavailable"]}},
+        "daemon_messages": {"l7fast-local": {"notice: something N": 3}},
+        "kernel_warnings": ["WARNING: CPU: 0 PID: 1 at net/core/sock.c"],
+        "elapsed_s": 60.0,
+    }
+    results["aggregate"] = report.aggregate(rows)
+    results["targets"] = report.targets(results)
+    assert any("1,000 routes" in t[0] for t in results["targets"])
+    report.write_outputs(results, tmp_path, plots=True)
+    md = (tmp_path / "summary.md").read_text()
+    for needle in ("## Targets", "## Where the CPU goes", "BPF programs: l7_field_cb",
+                   "## Failed requests", "## Kernel warnings", "## Not measured",
+                   "n/a (not yet implemented)", "504"):
+        assert needle in md, needle
+    json.loads((tmp_path / "results.json").read_text())
+    assert list(csv.DictReader(open(tmp_path / "summary.csv")))
+
+
+def profile_sample():
+    from l7bench import profile
+    text = """
+    30.00%  101:wrk        bpf_prog_3f2a_l7_field_cb  [k] bpf_prog_3f2a_l7_field_cb
+    20.00%  101:wrk        [kernel.kallsyms]  [k] tcp_sendmsg_locked
+"""
+    return profile.summarize(profile.parse_report(text), ours={101})

@@ -27,11 +27,11 @@ struct {
 	__type(value, struct l7_listener);
 } l7_listeners SEC(".maps");
 
-/* daemon (PolicyCompiler) writes; req reads. Route sets, L7_BMI_PER_GEN per
- * generation. */
+/* daemon (PolicyCompiler) writes; req reads. Route and rule sets,
+ * L7_BMI_PER_SPACE per generation and space (L7_BMI_INDEX). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, L7_GENS * L7_BMI_PER_GEN);
+	__uint(max_entries, L7_GENS * L7_SPACES * L7_BMI_PER_SPACE);
 	__type(key, __u32);
 	__type(value, struct l7_bitmap);
 } l7_bitmaps SEC(".maps");

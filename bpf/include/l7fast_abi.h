@@ -25,7 +25,7 @@
 
 /* Bump whenever a map's layout or meaning changes: a daemon never adopts
  * pinned maps of another ABI version (it starts clean instead). */
-#define L7_ABI_VERSION 2
+#define L7_ABI_VERSION 3
 
 /* Sizes of the tables. Route sets are bitmaps of L7_MAX_ROUTES bits. */
 #define L7_GENS 2
@@ -45,6 +45,19 @@
 #define L7_MAX_HDR_NAME 64        /* longest header name a kernel rule compares */
 #define L7_MAX_HEADERS 64         /* header lines per message in the header vector */
 #define L7_MAX_CONNS 65536
+#define L7_MAX_RULES 1024         /* RBAC rules per generation (bitmap space 1) */
+#define L7_SPACES 2               /* bitmap spaces: 0 routes, 1 RBAC rules */
+#define L7_SPACE_ROUTES 0
+#define L7_SPACE_RULES 1
+#define L7_MAX_RESPONSES 512      /* responses the kernel sends itself, per generation */
+#define L7_MAX_RESP_BYTES 1024    /* longest such response */
+#define L7_MUT_MAX_REMOVE 8       /* header names one request mutation removes */
+#define L7_MUT_MAX_ADD 512        /* bytes of header lines one mutation adds */
+#define L7_MAX_JWT_PROVIDERS 16   /* per generation */
+#define L7_JWT_MAX_TOKEN 1536     /* longest token the kernel's token cache holds */
+#define L7_JWT_MAX_FWD 256        /* forwarded-claim header lines of one token */
+#define L7_JWT_CACHE 4096         /* verified tokens cached for the kernel */
+#define L7_MAX_LB_TABLES 8        /* ring-hash / Maglev tables per generation */
 
 /* Header blocks up to this size are parsed in the kernel; larger ones go to
  * the slow path, which accepts up to L7_USER_MAX_HDR_BLOCK (then 431). */
@@ -93,7 +106,12 @@ struct l7_bitmap {
 	__u64 w[L7_BM_WORDS];
 };
 
-/* Index of a route set in the l7_bitmaps array, within one generation. */
+/*
+ * Index of a set in l7_bitmaps within one generation and space:
+ * (gen * L7_SPACES + space) * L7_BMI_PER_SPACE + L7_BMI_*. Space 0 holds
+ * route sets, space 1 RBAC rule sets (every route's rules, in route order);
+ * the same condition kinds build both.
+ */
 #define L7_BMI_LISTENER(id) (id)
 #define L7_BMI_METHOD(m) (L7_MAX_LISTENERS + (m))
 #define L7_BMI_HOST_ANY (L7_MAX_LISTENERS + L7_M_COUNT)
@@ -102,7 +120,11 @@ struct l7_bitmap {
 #define L7_BMI_HDR_ANY(h) (L7_BMI_PATH_ANY + 1 + (h))
 /* routes that only require match header h to be present */
 #define L7_BMI_HDR_PRESENT(h) (L7_BMI_HDR_ANY(L7_MAX_MATCH_HDRS) + (h))
-#define L7_BMI_PER_GEN (L7_BMI_HDR_PRESENT(L7_MAX_MATCH_HDRS))
+/* rules that deny (space 1 only) */
+#define L7_BMI_DENY (L7_BMI_HDR_PRESENT(L7_MAX_MATCH_HDRS))
+#define L7_BMI_PER_SPACE (L7_BMI_DENY + 1)
+#define L7_BMI_INDEX(gen, space, idx) \
+	((((gen) & 1) * L7_SPACES + ((space) & 1)) * L7_BMI_PER_SPACE + (idx))
 
 enum l7_match_kind {
 	L7_MK_HOST_EXACT = 1,  /* aux = 0 */
@@ -118,7 +140,7 @@ struct l7_match_key {
 	__u16 kind;
 	__u16 aux;
 	__u16 gen;
-	__u16 pad;
+	__u16 space;  /* L7_SPACE_ROUTES or L7_SPACE_RULES */
 };
 
 struct l7_match_val {
@@ -128,11 +150,23 @@ struct l7_match_val {
 	__u8 str[L7_MAX_MATCH_STR];
 };
 
-/* Route placement: why a route's traffic goes to the slow path. */
+/* Route placement (KERNEL) and the actions the kernel runs for a route, in
+ * the pipeline's order: JWT, RBAC, then the direct response or forwarding
+ * with the request mutation. */
 enum l7_route_flags {
 	L7_RF_VALID = 1u << 0,
-	L7_RF_KERNEL = 1u << 1, /* action runs in the kernel; else slow path */
+	L7_RF_KERNEL = 1u << 1,             /* action runs in the kernel; else slow path */
+	L7_RF_JWT = 1u << 2,                /* a valid token of jwt_provider is required */
+	L7_RF_RBAC = 1u << 3,               /* RBAC rules [rule_first, rule_first + rule_count) */
+	L7_RF_RBAC_DENY_OVERRIDES = 1u << 4,
+	L7_RF_RBAC_DEFAULT_DENY = 1u << 5,
+	L7_RF_DIRECT = 1u << 6,             /* answer with l7_responses[resp_direct] */
+	L7_RF_MUTATE = 1u << 7,             /* l7_mutations[gen * L7_MAX_ROUTES + route] */
 };
+
+/* l7_responses indexes: a response comes as a pair, keep-alive at the
+ * index and "Connection: close" at index + 1. */
+#define L7_RESP_NONE 0xffffffffu
 
 struct l7_route {
 	__u32 flags;
@@ -141,12 +175,25 @@ struct l7_route {
 	__u16 cluster[L7_MAX_TARGETS];
 	__u16 cum_weight[L7_MAX_TARGETS]; /* cumulative, last == total_weight */
 	__u32 stats_id;                   /* index in l7_route_stats */
-	__u32 pad;
+	__u16 rule_first;                 /* RBAC rules of this route (space 1) */
+	__u16 rule_count;
+	__u16 jwt_provider;               /* index into this generation's providers */
+	__u16 pad;
+	__u32 resp_direct;                /* L7_RF_DIRECT: the response pair */
+	__u32 resp_deny;                  /* RBAC denial pair */
+	__u32 resp_no_token;              /* 401 pair for a request without a token */
 };
 
 enum l7_lb {
 	L7_LB_ROUND_ROBIN = 0,
 	L7_LB_WEIGHTED = 1,
+	L7_LB_RING_HASH = 2,
+	L7_LB_MAGLEV = 3,
+};
+
+enum l7_lb_key {
+	L7_LBK_HEADER = 0,    /* value of match header key_hdr */
+	L7_LBK_SOURCE_IP = 1, /* the client's address bytes */
 };
 
 struct l7_cluster {
@@ -154,7 +201,75 @@ struct l7_cluster {
 	__u16 n_endpoints;
 	__u32 first_endpoint; /* index into this generation's l7_endpoints */
 	__u32 total_weight;
+	__u16 key_kind;       /* ring hash / Maglev: enum l7_lb_key */
+	__u16 key_hdr;        /* match header index of an L7_LBK_HEADER key */
+	__u32 table;          /* l7_lb_tables index (gen * L7_MAX_LB_TABLES + i) */
+	__u32 table_size;     /* ring points, or Maglev table size */
+};
+
+/* A ring-hash ring (hash ascending, ep: endpoint index in the cluster) or a
+ * Maglev table (ep only), in the layout bpf/include/l7_lb.h searches. */
+#define L7_LB_TABLE_RING 65536u
+#define L7_LB_TABLE_EP 65544u /* >= the Maglev maximum (65537), 8-aligned */
+struct l7_lb_table {
+	__u64 hash[L7_LB_TABLE_RING];
+	__u16 ep[L7_LB_TABLE_EP];
+};
+
+/* A response the kernel sends itself (direct responses, RBAC denials,
+ * 401 without a token): the exact bytes policy/Responses.hpp makes. */
+struct l7_response {
+	__u32 len;
+	__u16 status;
+	__u16 pad;
+	__u8 bytes[L7_MAX_RESP_BYTES];
+};
+
+/* A request header mutation (policy/Mutation.hpp, byte for byte): field
+ * lines whose lower-cased name is one of remove_name[] go, then the lines
+ * add[0, set_len), the token's forwarded-claim lines, and add[set_len,
+ * add_len) are inserted before the head's final CRLF. */
+struct l7_mutation {
+	__u16 n_remove;
+	__u16 set_len;
+	__u16 add_len;
+	__u16 pad;
+	__u32 remove_hash[L7_MUT_MAX_REMOVE]; /* as the parser's l7_hdr.name_hash */
+	__u16 remove_len[L7_MUT_MAX_REMOVE];
+	__u8 remove_name[L7_MUT_MAX_REMOVE][L7_MAX_HDR_NAME];
+	__u8 add[L7_MUT_MAX_ADD];
+};
+
+/* Where a JWT provider's token is: the value of match header `hdr` after a
+ * scheme prefix compared case-insensitively. (Cookie tokens: user space.) */
+struct l7_jwt_provider {
+	__u16 hdr;
+	__u16 prefix_len;
+	__u16 max_token;      /* longer tokens: 401 from the slow path */
+	__u16 pad;
+	__u8 prefix[16];      /* lower-cased, e.g. "bearer " */
+};
+
+/* The verified-token cache: the slow path verifies a token once (any
+ * algorithm, OpenSSL) and stores it here; the kernel admits later requests
+ * carrying the very same bytes (compared in full: the keyed hash only finds
+ * the entry) until exp. Keyed per generation and provider, so a reload or a
+ * key change never admits a token the new policy has not verified. */
+struct l7_jwt_key {
+	__u64 hash;           /* l7_hash_window of the token, seed meta.seed */
+	__u16 gen;
+	__u16 provider;
+	__u32 len;
+};
+
+struct l7_jwt_entry {
+	__u64 exp_ns;         /* bpf_ktime_get_boot_ns() from which the token is expired; 0: never */
+	__u64 nbf_ns;         /* before which it is not yet valid; 0: no nbf */
+	__u16 token_len;
+	__u16 fwd_len;        /* forwarded-claim header lines for the mutation */
 	__u32 pad;
+	__u8 token[L7_JWT_MAX_TOKEN];
+	__u8 fwd[L7_JWT_MAX_FWD];
 };
 
 struct l7_endpoint {

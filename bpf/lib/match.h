@@ -17,7 +17,7 @@
 
 static __always_inline struct l7_bitmap *l7_bm(__u32 gen, __u32 idx)
 {
-	__u32 k = gen * L7_BMI_PER_GEN + idx;
+	__u32 k = L7_BMI_INDEX(gen, L7_SPACE_ROUTES, idx);
 
 	return bpf_map_lookup_elem(&l7_bitmaps, &k);
 }

@@ -154,7 +154,7 @@ cluster = "app"
     EXPECT_EQ(t.meta.hdr_name_hash[0], fnv_lower("x-canary"));
     EXPECT_EQ(t.meta.hdr_name[0][8], 0) << "zero-padded";
 
-    ASSERT_EQ(t.bitmaps.size(), static_cast<size_t>(L7_BMI_PER_GEN));
+    ASSERT_EQ(t.bitmaps.size(), static_cast<size_t>(L7_BMI_PER_SPACE));
     EXPECT_EQ(bits(t.bitmaps[L7_BMI_LISTENER(0)]), (std::set<uint32_t>{0, 1, 2, 3}));
     EXPECT_EQ(bits(t.bitmaps[L7_BMI_LISTENER(1)]), (std::set<uint32_t>{0, 2, 3}));
     EXPECT_EQ(bits(t.bitmaps[L7_BMI_LISTENER(2)]), (std::set<uint32_t>{0, 2, 3}));

@@ -22,6 +22,14 @@ static_assert(offsetof(l7_slot, state) == 0, "state is CAS'd at offset 0 by both
 static_assert(sizeof(l7_conn) % 8 == 0);
 static_assert(sizeof(l7_event) == 64);
 static_assert(L7_MAX_SLOTS == L7_MAX_POOLS * L7_SLOTS_PER_POOL);
+static_assert(sizeof(l7_cluster) % 8 == 0);
+static_assert(sizeof(l7_mutation) % 8 == 0);
+static_assert(sizeof(l7_response) % 8 == 0);
+static_assert(sizeof(l7_jwt_key) == 16);
+static_assert(sizeof(l7_jwt_entry) % 8 == 0);
+static_assert(sizeof(l7_jwt_provider) % 8 == 0);
+static_assert(sizeof(l7_lb_table) % 8 == 0);
+static_assert(L7_MAX_RULES == L7_MAX_ROUTES, "rules and routes share the bitmap width");
 
 namespace {
 

@@ -330,14 +330,14 @@ uint32_t Dataplane::stage(const policy::CompiledTables& t, std::span<const uint3
 
     // route sets; listener sets move from policy order to stable ids
     int bfd = bpf_map__fd(skel_->maps.l7_bitmaps);
-    std::vector<l7_bitmap> bm(L7_BMI_PER_GEN);
+    std::vector<l7_bitmap> bm(L7_BMI_PER_SPACE);
     for (size_t i = 0; i < t.bitmaps.size() && i < bm.size(); i++)
         if (i >= L7_MAX_LISTENERS)
             bm[i] = t.bitmaps[i];
     for (size_t li = 0; li < listener_ids.size() && li < L7_MAX_LISTENERS; li++)
         bm[L7_BMI_LISTENER(listener_ids[li])] = t.bitmaps[L7_BMI_LISTENER(li)];
-    for (uint32_t i = 0; i < L7_BMI_PER_GEN; i++) {
-        uint32_t k = gen * L7_BMI_PER_GEN + i;
+    for (uint32_t i = 0; i < L7_BMI_PER_SPACE; i++) {
+        uint32_t k = L7_BMI_INDEX(gen, L7_SPACE_ROUTES, i);
         update_or_throw(bfd, &k, &bm[i], "l7_bitmaps");
     }
 

@@ -488,7 +488,7 @@ private:
 
     void fill_bitmaps(CompiledTables& t) const
     {
-        t.bitmaps.assign(L7_BMI_PER_GEN, l7_bitmap{});
+        t.bitmaps.assign(L7_BMI_PER_SPACE, l7_bitmap{});
         const uint32_t listeners = static_cast<uint32_t>(std::min<size_t>(p_.listeners.size(), L7_MAX_LISTENERS));
         for (uint32_t r = 0; r < in_tables_; r++) {
             const RouteShape& s = shapes_[r];

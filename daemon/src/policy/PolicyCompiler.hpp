@@ -37,7 +37,7 @@ struct ListenerPlacement {
 struct CompiledTables {
     uint64_t seed = 0;  // the seed the string keys were hashed with (meta.seed)
     l7_gen_meta meta{};
-    std::vector<l7_bitmap> bitmaps;                              // L7_BMI_PER_GEN, index L7_BMI_*
+    std::vector<l7_bitmap> bitmaps;                              // L7_BMI_PER_SPACE (space 0), index L7_BMI_*
     std::vector<std::pair<l7_match_key, l7_match_val>> strings;  // key.gen = 0: the installer sets it
     std::vector<l7_route> routes;        // min(routes, L7_MAX_ROUTES); stats_id = route index
     std::vector<l7_cluster> clusters;    // min(clusters, L7_MAX_CLUSTERS), index = Policy::clusters

@@ -719,20 +719,20 @@ const SuiteErrorCase kSuiteErrorCases[] = {
      "t.toml:10:13: jwt_provider \"p\".jwks_file: \"keys.json\" must be an absolute path"},
     {"jwt_secret_padded", "[[jwt_provider]]\nname = \"p\"\nkeys = [ { alg = \"HS256\", secret_base64url = "
      "\"AyM1SysPpbyDfgZld3umj1qzKObwVMkoqQ-EstJQLr==\" } ]\n",
-     "t.toml:9:46: jwt_provider \"p\".keys[0].secret_base64url: the secret is padded with '='; base64url "
-     "secrets are written without padding"},
+     "t.toml:9:46: jwt_provider \"p\".keys[0].secret_base64url: "
+     "the secret is padded with '='; write it without padding"},
     {"jwt_secret_base64", "[[jwt_provider]]\nname = \"p\"\nkeys = [ { alg = \"HS256\", secret_base64url = "
      "\"ab+/SysPpbyDfgZld3umj1qzKObwVMkoqQ-EstJQLr_T-1qS0gZH75aKtMN3Yj0iPS4hcgUuTwjAzZr1Z9CAow\" } ]\n",
-     "t.toml:9:46: jwt_provider \"p\".keys[0].secret_base64url: the secret uses '+': this is base64, not "
-     "base64url (write '-' for '+' and '_' for '/')"},
+     "t.toml:9:46: jwt_provider \"p\".keys[0].secret_base64url: "
+     "the secret is base64, not base64url: write '-' for '+' and '_' for '/'"},
     {"jwt_secret_not_canonical", "[[jwt_provider]]\nname = \"p\"\nkeys = [ { alg = \"HS256\", secret_base64url = "
      "\"AyM1SysPpbyDfgZld3umj1qzKObwVMkoqQ-EstJQLrx\" } ]\n",
-     "t.toml:9:46: jwt_provider \"p\".keys[0].secret_base64url: the secret is not canonical base64url: its "
-     "last character has bits set that encode nothing"},
+     "t.toml:9:46: jwt_provider \"p\".keys[0].secret_base64url: "
+     "the secret is not canonical base64url (RFC 4648 section 5: the URL-safe alphabet, no padding, unused bits zero)"},
     {"jwt_secret_short", "[[jwt_provider]]\nname = \"p\"\nkeys = [ { alg = \"HS384\", secret_base64url = "
      "\"AyM1SysPpbyDfgZld3umj1qzKObwVMkoqQ-EstJQLrA\" } ]\n",
-     "t.toml:9:46: jwt_provider \"p\".keys[0].secret_base64url: the secret is 32 bytes; HS384 needs 48 to "
-     "4096 (RFC 7518 section 3.2)"},
+     "t.toml:9:46: jwt_provider \"p\".keys[0].secret_base64url: "
+     "HS384 secret has 32 bytes; RFC 7518 requires at least 48"},
     {"jwt_secret_missing", "[[jwt_provider]]\nname = \"p\"\nkeys = [ { alg = \"HS256\" } ]\n",
      "t.toml:9:10: jwt_provider \"p\".keys[0].secret_base64url: missing; give the shared secret, "
      "base64url-encoded"},
@@ -743,22 +743,23 @@ const SuiteErrorCase kSuiteErrorCases[] = {
      "t.toml:9:46: jwt_provider \"p\".keys[0].secret_base64url: an RS256 key is given by \"pem\""},
     {"jwt_pem_garbage", "[[jwt_provider]]\nname = \"p\"\nkeys = [ { alg = \"ES256\", pem = \"-----BEGIN PUBLIC "
      "KEY-----\\nAAAA\\n-----END PUBLIC KEY-----\\n\" } ]\n",
-     "t.toml:9:33: jwt_provider \"p\".keys[0].pem: the key is not a PEM public key (\"-----BEGIN PUBLIC "
-     "KEY-----\", SubjectPublicKeyInfo)"},
+     "t.toml:9:33: jwt_provider \"p\".keys[0].pem: "
+     "PEM public key does not decode"},
     {"jwt_pem_rsa_too_small", "[[jwt_provider]]\nname = \"p\"\nkeys = [ { alg = \"RS256\", pem = \"-----BEGIN PUBLIC "
      "KEY-----\\nMIGfMA0GCSqGSIb3DQEBAQUAA4GNADCBiQKBgQDqjLX8yM2l7EDnEpcs+Ukgn/1K\\nZfNa4Tp5xzxMH3XeFAO/FeN0Yt4a2dPyXwo+b5ML8LSkaVRXwXuGUPpOLbbVgBRk\\nxC6XIMF+Gxbu2iY/CGnAOZsBawYcCbkZSPIlhCPzwxP9W29fpiVTKDYxh/J6nrPk\\nfCz4kjp6XUqUUC++0QIDAQAB\\n-----END "
      "PUBLIC KEY-----\" } ]\n",
-     "t.toml:9:33: jwt_provider \"p\".keys[0].pem: the key is a 1024-bit RSA key; RS256 needs 2048 to 8192 "
-     "bits"},
+     "t.toml:9:33: jwt_provider \"p\".keys[0].pem: "
+     "RSA modulus has 1024 bits; 2048 to 8192 are accepted"},
     {"jwt_pem_ec_wrong_curve", "[[jwt_provider]]\nname = \"p\"\nkeys = [ { alg = \"ES256\", pem = \"-----BEGIN PUBLIC "
      "KEY-----\\nMHYwEAYHKoZIzj0CAQYFK4EEACIDYgAElk8R8AdYZSHQJ3X11xwXvLMtbRUV64ef\\ninXfiGS6VkINreKL1yEiwuWZt57wCjXmawYLC+Mn7NX2WpdBUvydhiE0E94VD7qE\\nmJhNKo//ONFmiH/xsstg5uv55qrrprwH\\n-----END "
      "PUBLIC KEY-----\" } ]\n",
-     "t.toml:9:33: jwt_provider \"p\".keys[0].pem: the key is an EC key on secp384r1; ES256 needs P-256 "
-     "(prime256v1)"},
+     "t.toml:9:33: jwt_provider \"p\".keys[0].pem: "
+     "ES256 needs a key on P-256, not \"secp384r1\""},
     {"jwt_pem_ec_for_rsa", "[[jwt_provider]]\nname = \"p\"\nkeys = [ { alg = \"RS256\", pem = \"-----BEGIN PUBLIC "
      "KEY-----\\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE8ev5TfpYfH0puKU/W7xTiqKcIcew\\n6qeJgFWa/AW2KAh+BcStqmvMW0JpSJHPnn/bpSfcqZbPLWLxqH8EwBTlNg==\\n-----END "
      "PUBLIC KEY-----\" } ]\n",
-     "t.toml:9:33: jwt_provider \"p\".keys[0].pem: the key is not an RSA key, which RS256 needs"},
+     "t.toml:9:33: jwt_provider \"p\".keys[0].pem: "
+     "RS256 needs an RSA public key"},
     {"jwt_kid_twice", "[[jwt_provider]]\nname = \"p\"\nkeys = [ { kid = \"a\", alg = \"HS256\", secret_base64url = "
      "\"AyM1SysPpbyDfgZld3umj1qzKObwVMkoqQ-EstJQLr_T-1qS0gZH75aKtMN3Yj0iPS4hcgUuTwjAzZr1Z9CAow\" }, { kid = "
      "\"a\", alg = \"HS512\", secret_base64url = "

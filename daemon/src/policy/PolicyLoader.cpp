@@ -18,11 +18,8 @@
 
 #include <toml++/toml.h>
 
-#include <openssl/bio.h>
-#include <openssl/core_names.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-
+#include "auth/Base64Url.hpp"
+#include "auth/JwtKeys.hpp"
 #include "common/Log.hpp"
 #include "l7fast_abi.h"
 #include "policy/Router.hpp"
@@ -96,6 +93,7 @@ constexpr size_t kMaxBodyBytes = 65536;       // direct responses and RBAC denia
 constexpr size_t kMaxRbacRules = 256;
 constexpr size_t kMaxClaimTextBytes = 1024;   // claim names, issuers, audiences, kids
 constexpr size_t kMaxJwtKeys = 64;
+constexpr size_t kMaxSecretBytes = 4096;
 constexpr size_t kMaxForwardClaims = 32;
 constexpr int64_t kMaxRate = 1'000'000;       // tokens per second, and burst
 constexpr int64_t kMaxRateKeys = 1 << 20;
@@ -428,53 +426,6 @@ std::optional<std::string> check_query_text(std::string_view v, bool is_name)
                    (is_name ? "name" : "value");
     }
     return std::nullopt;
-}
-
-// RFC 4648 section 5 without padding, canonical (unused bits zero), as JWS
-// writes it (RFC 7515 section 2).
-std::optional<std::string> base64url_decode(std::string_view in, std::string* why)
-{
-    std::string out;
-    uint32_t acc = 0;
-    int bits = 0;
-    for (size_t i = 0; i < in.size(); i++) {
-        const char c = in[i];
-        int v;
-        if (c >= 'A' && c <= 'Z')
-            v = c - 'A';
-        else if (c >= 'a' && c <= 'z')
-            v = c - 'a' + 26;
-        else if (c >= '0' && c <= '9')
-            v = c - '0' + 52;
-        else if (c == '-')
-            v = 62;
-        else if (c == '_')
-            v = 63;
-        else {
-            *why = c == '=' ? "is padded with '='; base64url secrets are written without padding"
-                            : (c == '+' || c == '/') ? "uses '" + std::string(1, c) +
-                                                           "': this is base64, not base64url (write '-' for '+' "
-                                                           "and '_' for '/')"
-                                                     : "contains " + byte_text(static_cast<unsigned char>(c)) +
-                                                           ", which is not base64url";
-            return std::nullopt;
-        }
-        acc = (acc << 6) | static_cast<uint32_t>(v);
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out += static_cast<char>((acc >> bits) & 0xff);
-        }
-    }
-    if (in.size() % 4 == 1) {
-        *why = "has a length of 4n+1 characters, which no base64url text has";
-        return std::nullopt;
-    }
-    if (bits > 0 && (acc & ((1u << bits) - 1)) != 0) {
-        *why = "is not canonical base64url: its last character has bits set that encode nothing";
-        return std::nullopt;
-    }
-    return out;
 }
 
 bool is_prime(int64_t n)
@@ -1779,37 +1730,6 @@ void read_route(const FileContext& cx, const toml::table& t, size_t index, Draft
 
 // ---- [[jwt_provider]] -------------------------------------------------------------------
 
-// Key material as the verifier will need it; the verifier (auth/) applies
-// the same rules again when it builds its keys.
-std::optional<std::string> check_public_key(const std::string& alg, const std::string& pem)
-{
-    const std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())),
-                                                        &BIO_free);
-    if (!bio)
-        return std::string("cannot read the key (out of memory)");
-    const std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr,
-                                                                                       nullptr),
-                                                                  &EVP_PKEY_free);
-    if (!key)
-        return std::string("is not a PEM public key (\"-----BEGIN PUBLIC KEY-----\", SubjectPublicKeyInfo)");
-    if (alg == "RS256") {
-        if (EVP_PKEY_get_base_id(key.get()) != EVP_PKEY_RSA)
-            return std::string("is not an RSA key, which RS256 needs");
-        const int bits = EVP_PKEY_get_bits(key.get());
-        if (bits < 2048 || bits > 8192)
-            return "is a " + std::to_string(bits) + "-bit RSA key; RS256 needs 2048 to 8192 bits";
-        return std::nullopt;
-    }
-    char group[64] = {};
-    size_t len = 0;
-    if (EVP_PKEY_get_base_id(key.get()) != EVP_PKEY_EC ||
-        EVP_PKEY_get_utf8_string_param(key.get(), OSSL_PKEY_PARAM_GROUP_NAME, group, sizeof(group), &len) != 1)
-        return std::string("is not an EC key, which ES256 needs");
-    if (std::string_view(group, len) != "prime256v1")
-        return "is an EC key on " + std::string(group, len) + "; ES256 needs P-256 (prime256v1)";
-    return std::nullopt;
-}
-
 const std::vector<std::string>& jwt_algorithms()
 {
     static const std::vector<std::string> kAlgs{"HS256", "HS384", "HS512", "RS256", "ES256"};
@@ -1883,25 +1803,31 @@ void read_jwt_keys(const TableReader& r, JwtProvider& p)
         if (!text)
             continue;
         if (hmac) {
-            std::string why;
-            auto secret = base64url_decode(*text, &why);
-            const size_t min = *alg == "HS256" ? 32 : *alg == "HS384" ? 48 : 64;
-            if (!secret) {
-                kr.error(material, "the secret " + why);
+            std::string secret;
+            if (!auth::base64url_decode(*text, &secret)) {
+                kr.error(material, text->find('=') != std::string::npos
+                                       ? "the secret is padded with '='; write it without padding"
+                                   : text->find_first_of("+/") != std::string::npos
+                                       ? "the secret is base64, not base64url: write '-' for '+' and '_' for '/'"
+                                       : "the secret is not canonical base64url (RFC 4648 section 5: the URL-safe "
+                                         "alphabet, no padding, unused bits zero)");
                 continue;
             }
-            if (secret->size() < min || secret->size() > 4096) {
-                kr.error(material, "the secret is " + std::to_string(secret->size()) + " bytes; " + *alg +
-                                       " needs " + std::to_string(min) + " to 4096 (RFC 7518 section 3.2)");
+            if (secret.size() > kMaxSecretBytes) {
+                kr.error(material, "the secret is " + std::to_string(secret.size()) + " bytes; at most " +
+                                       std::to_string(kMaxSecretBytes));
                 continue;
             }
-            key.secret = std::move(*secret);
+            key.secret = std::move(secret);
         } else {
-            if (auto why = check_public_key(*alg, *text)) {
-                kr.error(material, "the key " + *why);
-                continue;
-            }
             key.pem = *text;
+        }
+        // the verifier's own rules (key sizes, curves, PEM forms), so that
+        // what loads is what verifies
+        std::string why;
+        if (!auth::VerificationKey::from_policy(key, &why)) {
+            kr.error(material, why);
+            continue;
         }
         if (ok)
             p.keys.push_back(std::move(key));

@@ -6,55 +6,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "policy/Text.hpp"
-
-#if __has_include("policy/SafeRegex.hpp")
 #include "policy/SafeRegex.hpp"
-#else
-// ---- STAND-IN for policy/SafeRegex.hpp (another engineer's work) ------------
-// Used only until that header exists; delete this whole #else branch then.
-// libstdc++'s BFS executor (__polynomial) is polynomial in the subject and
-// refuses back-references, which is enough for tests; the nesting bound
-// keeps its recursive compiler off deep patterns.
-#include <regex>
-
-namespace l7fast::policy {
-namespace {
-
-class SafeRegex {
-public:
-    static std::optional<SafeRegex> compile(std::string_view pattern, std::string* why, size_t* error_offset)
-    {
-        size_t depth = 0;
-        for (size_t i = 0; i < pattern.size(); i++) {
-            if (pattern[i] == '(' && ++depth > 16) {
-                *why = "nested too deeply";
-                *error_offset = i;
-                return std::nullopt;
-            }
-            if (pattern[i] == ')' && depth > 0)
-                depth--;
-        }
-        try {
-            return SafeRegex(std::make_shared<std::regex>(
-                pattern.begin(), pattern.end(), std::regex::ECMAScript | std::regex_constants::__polynomial));
-        } catch (const std::regex_error& e) {
-            *why = e.what();
-            *error_offset = 0;
-            return std::nullopt;
-        }
-    }
-    bool full_match(std::string_view s) const { return std::regex_match(s.begin(), s.end(), *re_); }
-
-private:
-    explicit SafeRegex(std::shared_ptr<std::regex> re) : re_(std::move(re)) {}
-    std::shared_ptr<std::regex> re_;
-};
-
-}  // namespace
-}  // namespace l7fast::policy
-// ---- end of the stand-in --------------------------------------------------
-#endif
+#include "policy/Text.hpp"
 
 namespace l7fast::policy {
 
@@ -80,6 +33,11 @@ std::shared_ptr<const CompiledRegex> CompiledRegex::compile(std::string_view pat
 bool CompiledRegex::full_match(std::string_view subject) const
 {
     return engine_->re.full_match(subject);
+}
+
+const SafeRegex& CompiledRegex::safe_regex() const
+{
+    return engine_->re;
 }
 
 namespace {

@@ -67,15 +67,19 @@ std::optional<std::string_view> request_query_param(std::string_view target, std
 // are skipped. The value is returned as sent (quotes included).
 std::optional<std::string_view> request_cookie(std::span<const HeaderField> headers, std::string_view name);
 
+class SafeRegex;
+
 // A path_regex pattern compiled with the safe regex engine (SafeRegex.hpp):
 // linear in the subject, whole-path matching.
 class CompiledRegex {
 public:
     // nullptr on error, with the reason in *why and the byte offset in the
-    // pattern where it was found in *error_offset.
+    // pattern where it was found in *error_offset (either may be null).
     static std::shared_ptr<const CompiledRegex> compile(std::string_view pattern, std::string* why,
                                                         size_t* error_offset);
     bool full_match(std::string_view subject) const;
+    // The DFA itself, for the compiler's kernel tables.
+    const SafeRegex& safe_regex() const;
 
     struct Engine;
     explicit CompiledRegex(std::unique_ptr<Engine> engine);

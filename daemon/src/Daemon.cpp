@@ -16,6 +16,7 @@
 #include "policy/PolicyCompiler.hpp"
 #include "policy/PolicyLoader.hpp"
 #include "policy/Router.hpp"
+#include "proxy/Pipeline.hpp"
 #include "proxy/ProxyServer.hpp"
 
 namespace l7fast {
@@ -152,6 +153,12 @@ std::unique_ptr<Daemon::Prepared> Daemon::prepare(policy::Policy pol, std::strin
             pools.push_back(*id);
         }
         rt->endpoint_pool.push_back(std::move(pools));
+    }
+    // JWT verifiers (keys and JWKS files), hash tables, rate limiters: a
+    // key set that does not load fails the reload here, not the requests
+    if (std::string e = proxy::build_pipeline_state(*rt, rt_.get()); !e.empty()) {
+        *error = e;
+        return nullptr;
     }
     if (dp_) {
         auto pool_id = [this](const policy::SocketAddress& a) { return server_->pool().pool_id_for(a); };
@@ -567,6 +574,7 @@ control::StatsSnapshot Daemon::stats()
         }
     }
     const auto& user = server_->user_counters();
+    const auto& extras = server_->user_extras();
     for (size_t r = 0; r < pol.routes.size(); r++) {
         control::RouteStats rs;
         rs.name = pol.routes[r].name;
@@ -578,6 +586,13 @@ control::StatsSnapshot Daemon::stats()
         if (auto it = user.find(rs.name); it != user.end()) {
             rs.requests_user = it->second.requests;
             all += it->second;
+        }
+        if (auto it = extras.find(rs.name); it != extras.end()) {
+            rs.jwt_missing = it->second.jwt_missing;
+            rs.jwt_invalid = it->second.jwt_invalid;
+            rs.rbac_denied = it->second.rbac_denied;
+            rs.rate_limited = it->second.rate_limited;
+            rs.direct_responses = it->second.direct_responses;
         }
         for (int j = 0; j < 6; j++)
             rs.status[j] = all.status[j];

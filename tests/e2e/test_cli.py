@@ -23,7 +23,7 @@ STATUS_KEYS = {"version", "state", "degraded_reason", "generation", "policy_file
 ROUTE_KEYS = {"name", "listeners", "match", "clusters", "placement", "reason", "where"}
 STATS_KEYS = {"generation", "requests_kernel", "requests_user", "no_route", "routes", "counters"}
 ROUTE_STATS_KEYS = {"name", "placement", "requests_kernel", "requests_user", "responses", "bytes_in",
-                    "bytes_out", "latency_buckets"}
+                    "bytes_out", "latency_buckets", "rejected", "direct_responses"}
 NOT_RUNNING = ("l7fastd is not running (no org.l7fast.Manager1 on the system bus): "
                "start it with systemctl start l7fast")
 

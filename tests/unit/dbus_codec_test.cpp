@@ -190,7 +190,9 @@ TEST_F(BusMessage, StatsJsonNestsRoutesAndCounters)
               R"({"generation":3,"requests_kernel":1000,"requests_user":14,"no_route":4,"routes":[)"
               R"({"name":"api","placement":"kernel","requests_kernel":1000,"requests_user":5,)"
               R"("responses":{"1xx":11,"2xx":12,"3xx":13,"4xx":14,"5xx":15,"other":10},)"
-              R"("bytes_in":1048576,"bytes_out":12884901888,"latency_buckets":[0,1,2,3]}],)"
+              R"("bytes_in":1048576,"bytes_out":12884901888,"latency_buckets":[0,1,2,3],)"
+              R"("rejected":{"jwt_missing":0,"jwt_invalid":0,"rbac_denied":0,"rate_limited":0},)"
+              R"("direct_responses":0}],)"
               R"("counters":{"requests_kernel":1000,"to_slow_path_no_route":4}})");
 }
 

@@ -337,6 +337,15 @@ int read_route_list(sd_bus_message* m, std::vector<RouteInfo>* out)
     return r < 0 ? r : 1;
 }
 
+// GetStats "rejected": requests a route's pipeline refused, by reason.
+std::vector<std::pair<std::string, uint64_t>> rejections(const RouteStats& rs)
+{
+    return {{"jwt_missing", rs.jwt_missing},
+            {"jwt_invalid", rs.jwt_invalid},
+            {"rbac_denied", rs.rbac_denied},
+            {"rate_limited", rs.rate_limited}};
+}
+
 int read_route_stats(sd_bus_message* m, RouteStats* rs)
 {
     return read_dict(m, [&](std::string_view key, std::string_view sig) {
@@ -357,7 +366,24 @@ int read_route_stats(sd_bus_message* m, RouteStats* rs)
                                 rs->status[i] = n;
                     return rr;
                 })
-            .on("latency_buckets", "at", [&] { return read_u64_array(m, &rs->latency); });
+            .on("latency_buckets", "at", [&] { return read_u64_array(m, &rs->latency); })
+            .on("rejected", "a{st}",
+                [&] {
+                    std::vector<std::pair<std::string, uint64_t>> v;
+                    int rr = read_pairs<uint64_t, 't'>(m, &v);
+                    for (const auto& [k, n] : v) {
+                        if (k == "jwt_missing")
+                            rs->jwt_missing = n;
+                        else if (k == "jwt_invalid")
+                            rs->jwt_invalid = n;
+                        else if (k == "rbac_denied")
+                            rs->rbac_denied = n;
+                        else if (k == "rate_limited")
+                            rs->rate_limited = n;
+                    }
+                    return rr;
+                })
+            .u64("direct_responses", &rs->direct_responses);
         return f.r;
     });
 }
@@ -513,6 +539,8 @@ int append_stats(sd_bus_message* m, const StatsSnapshot& s)
                            .entry("bytes_in", rs.bytes_in)
                            .entry("bytes_out", rs.bytes_out)
                            .entry("latency_buckets", "at", [&](Appender& y) { y.u64_array(rs.latency); })
+                           .entry("rejected", "a{st}", [&](Appender& y) { y.counter_map(rejections(rs)); })
+                           .entry("direct_responses", rs.direct_responses)
                            .close();
                    }
                    x.close();

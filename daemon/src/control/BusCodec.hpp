@@ -26,7 +26,8 @@ int read_reload(sd_bus_message* m, ReloadOutcome* r);
 int append_status(sd_bus_message* m, const StatusInfo& s);
 int read_status(sd_bus_message* m, StatusInfo* s);
 
-// GetStats() -> a{sv}, with "routes" as aa{sv} and "counters" as a{st}
+// GetStats() -> a{sv}, with "routes" as aa{sv} (each with "responses" and
+// "rejected" as a{st}) and "counters" as a{st}
 int append_stats(sd_bus_message* m, const StatsSnapshot& s);
 int read_stats(sd_bus_message* m, StatsSnapshot* s);
 

@@ -46,6 +46,10 @@ struct RouteStats {
     uint64_t status[6] = {};  // [0] other, [1..5] 1xx..5xx
     uint64_t bytes_in = 0, bytes_out = 0;
     std::vector<uint64_t> latency;  // kernel path, log2 buckets from 1 us
+    // requests the route's pipeline answered itself: rejections by reason
+    // and direct responses (their statuses are in `status` too)
+    uint64_t jwt_missing = 0, jwt_invalid = 0, rbac_denied = 0, rate_limited = 0;
+    uint64_t direct_responses = 0;
 };
 
 struct StatsSnapshot {

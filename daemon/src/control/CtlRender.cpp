@@ -190,6 +190,19 @@ std::string render_stats(const StatsSnapshot& s)
     out += "Generation " + num(s.generation) + "\n\n" + t.str();
     out += "\nRequests that matched no route (slow path): " + num(s.no_route) + "\n";
 
+    TextTable answered({"ANSWERED BY POLICY", "JWT MISSING", "JWT INVALID", "RBAC DENIED", "RATE LIMITED", "DIRECT"},
+                       {false, true, true, true, true, true});
+    bool any_answered = false;
+    for (const auto& r : s.routes) {
+        if (!r.jwt_missing && !r.jwt_invalid && !r.rbac_denied && !r.rate_limited && !r.direct_responses)
+            continue;
+        any_answered = true;
+        answered.add({r.name, num(r.jwt_missing), num(r.jwt_invalid), num(r.rbac_denied), num(r.rate_limited),
+                      num(r.direct_responses)});
+    }
+    if (any_answered)
+        out += "\n" + answered.str();
+
     std::vector<std::pair<std::string, uint64_t>> plane, fallback;
     for (const auto& [k, v] : s.counters) {
         if (k.rfind(kSlowPathPrefix, 0) == 0)

@@ -9,7 +9,9 @@
 #include "common/FdStore.hpp"
 #include "common/Log.hpp"
 #include "dataplane/Dataplane.hpp"
+#include "policy/Mutation.hpp"
 #include "policy/Router.hpp"
+#include "proxy/Pipeline.hpp"
 #include "proxy/ProxyServer.hpp"
 
 namespace l7fast::proxy {
@@ -17,6 +19,9 @@ namespace {
 
 constexpr size_t kReadChunk = 16384;
 constexpr auto kKernelPoll = std::chrono::microseconds(200);
+// The largest request body dropped to keep a connection open after a local
+// answer (401, 403, 429, a direct response); larger ones close it.
+constexpr uint64_t kDrainLimit = 65536;
 
 uint32_t random_u32()
 {
@@ -24,8 +29,56 @@ uint32_t random_u32()
     return rng();
 }
 
+uint64_t random_u64()
+{
+    thread_local std::mt19937_64 rng{std::random_device{}()};
+    return rng();
+}
+
+// CLOCK_MONOTONIC in nanoseconds, never 0 (the rate limiter's clock)
+uint64_t monotonic_ns()
+{
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::steady_clock::now().time_since_epoch())
+                        .count();
+    return ns > 0 ? static_cast<uint64_t>(ns) : 1;
+}
+
+const char* verdict_name(const Verdict& v)
+{
+    switch (v.kind) {
+    case Verdict::Kind::JwtMissing: return "jwt_missing";
+    case Verdict::Kind::JwtInvalid: return "jwt_invalid";
+    case Verdict::Kind::RbacDenied: return "rbac_denied";
+    case Verdict::Kind::RateLimited: return "rate_limited";
+    case Verdict::Kind::Direct: return "direct_response";
+    case Verdict::Kind::Forward: break;
+    }
+    return "forward";
+}
+
+void count_verdict(UserRouteExtras& e, const Verdict& v)
+{
+    switch (v.kind) {
+    case Verdict::Kind::JwtMissing: e.jwt_missing++; break;
+    case Verdict::Kind::JwtInvalid: e.jwt_invalid++; break;
+    case Verdict::Kind::RbacDenied: e.rbac_denied++; break;
+    case Verdict::Kind::RateLimited: e.rate_limited++; break;
+    case Verdict::Kind::Direct: e.direct_responses++; break;
+    case Verdict::Kind::Forward: break;
+    }
+}
+
 
 }  // namespace
+
+std::chrono::milliseconds ExchangeTimeout::next() const
+{
+    if (each.count() > 0)
+        return each;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+    return std::max(left, std::chrono::milliseconds(1));
+}
 
 void Deadline::arm(std::chrono::milliseconds d, std::vector<tcp::socket*> socks)
 {
@@ -165,24 +218,67 @@ awaitable<uint64_t> ClientSession::respond(int status, std::string_view text, bo
 {
     // GCC 12 mishandles co_await inside conditions and temporaries that
     // live across a co_await: every await here is a plain statement.
-    std::string response = make_response(status, text, close);
+    policy::LocalResponse response = policy::local_response(status, text, close);
+    uint64_t n = co_await respond_local(response);
+    co_return n;
+}
+
+awaitable<uint64_t> ClientSession::respond_local(const policy::LocalResponse& r)
+{
+    std::string_view bytes(r.bytes);
+    if (head_request_)
+        bytes = bytes.substr(0, r.head_size);
     bool idle = co_await wait_kernel_idle();
     bool wrote = false;
     if (idle)
-        wrote = co_await write_client(response);
+        wrote = co_await write_client(bytes);
     answered();
-    co_return wrote ? response.size() : 0;
+    co_return wrote ? bytes.size() : 0;
+}
+
+awaitable<bool> ClientSession::discard_request_body(const l7_msg& m)
+{
+    if (m.body_kind == L7_BODY_NONE)
+        co_return true;
+    if ((m.flags & L7_MF_EXPECT_100) || m.body_kind == L7_BODY_UNTIL_CLOSE ||
+        (m.body_kind == L7_BODY_LENGTH && m.content_length > kDrainLimit))
+        co_return false;
+    BodyFramer framer(m.body_kind, m.content_length);
+    Deadline deadline(server_.io());
+    const auto timeout = server_.runtime()->policy().daemon.header_timeout;
+    uint64_t dropped = 0;
+    for (;;) {
+        if (in_len_ > 0) {
+            long k = framer.feed({in_.data(), in_len_});
+            if (k < 0)
+                co_return false;
+            consume(static_cast<size_t>(k));
+            dropped += static_cast<uint64_t>(k);
+        }
+        if (framer.done())
+            co_return true;
+        if (dropped > kDrainLimit)
+            co_return false;
+        if (in_.size() < kReadChunk)
+            in_.resize(kReadChunk);
+        deadline.arm(timeout, {&sock_});
+        error_code ec;
+        size_t n = co_await sock_.async_read_some(asio::buffer(in_.data() + in_len_, in_.size() - in_len_),
+                                                  asio::redirect_error(use_awaitable, ec));
+        if (ec || deadline.fired())
+            co_return false;
+        in_len_ += n;
+    }
 }
 
 awaitable<bool> ClientSession::forward_request_body(UpstreamConn& up, const l7_msg& m,
-                                                    bool& body_error)
+                                                    bool& body_error, ExchangeTimeout timeout)
 {
     body_error = false;
     if (m.body_kind == L7_BODY_NONE)
         co_return true;
     BodyFramer framer(m.body_kind, m.content_length);
     Deadline deadline(server_.io());
-    const auto timeout = server_.runtime()->policy().daemon.request_timeout;
     for (;;) {
         if (in_len_ > 0) {
             long k = framer.feed({in_.data(), in_len_});
@@ -201,7 +297,7 @@ awaitable<bool> ClientSession::forward_request_body(UpstreamConn& up, const l7_m
             co_return true;
         if (in_.size() < kReadChunk)
             in_.resize(kReadChunk);
-        deadline.arm(timeout, {&sock_});
+        deadline.arm(timeout.next(), {&sock_});
         error_code ec;
         size_t n = co_await sock_.async_read_some(asio::buffer(in_.data() + in_len_, in_.size() - in_len_),
                                                   asio::redirect_error(use_awaitable, ec));
@@ -213,13 +309,14 @@ awaitable<bool> ClientSession::forward_request_body(UpstreamConn& up, const l7_m
 
 awaitable<ClientSession::Exchange> ClientSession::pipe_response(UpstreamConn& up, bool req_head,
                                                                 l7_resp_state start,
-                                                                bool wait_kernel)
+                                                                bool wait_kernel,
+                                                                ExchangeTimeout timeout,
+                                                                const policy::HeaderMutation* response_mutation)
 {
     Exchange x;
     std::vector<char> buf(kReadChunk);
     size_t len = 0;
     Deadline deadline(server_.io());
-    const auto timeout = server_.runtime()->policy().daemon.request_timeout;
     BodyFramer framer;
     bool in_body = start.phase == L7_RESP_BODY;
     if (in_body)
@@ -232,7 +329,7 @@ awaitable<ClientSession::Exchange> ClientSession::pipe_response(UpstreamConn& up
             buf.resize(std::min<size_t>(len + kReadChunk, L7_USER_MAX_HDR_BLOCK + kReadChunk));
         if (len == buf.size())
             co_return -1;
-        deadline.arm(timeout, {&up.socket()});
+        deadline.arm(timeout.next(), {&up.socket()});
         error_code ec;
         size_t n = co_await up.socket().async_read_some(asio::buffer(buf.data() + len, buf.size() - len),
                                                         asio::redirect_error(use_awaitable, ec));
@@ -245,15 +342,18 @@ awaitable<ClientSession::Exchange> ClientSession::pipe_response(UpstreamConn& up
         len += n;
         co_return static_cast<long>(n);
     };
-    auto send = [&](size_t n) -> awaitable<bool> {
+    // Sends the first n bytes of buf, or `instead` in their place (a
+    // rewritten head).
+    auto send = [&](size_t n, const std::string* instead) -> awaitable<bool> {
         if (!x.wrote && wait_kernel) {
             bool idle = co_await wait_kernel_idle();
             if (!idle)
                 co_return false;
         }
         x.wrote = true;
-        bool ok = co_await write_client({buf.data(), n});
-        x.bytes += n;
+        std::string_view out = instead ? std::string_view(*instead) : std::string_view(buf.data(), n);
+        bool ok = co_await write_client(out);
+        x.bytes += out.size();
         std::memmove(buf.data(), buf.data() + n, len - n);
         len -= n;
         co_return ok;
@@ -278,7 +378,16 @@ awaitable<ClientSession::Exchange> ClientSession::pipe_response(UpstreamConn& up
         x.status = m.status;
         if (m.flags & L7_MF_CLOSE)
             x.close = true;
-        bool sent = co_await send(m.hdr_len);
+        std::optional<std::string> mutated;
+        if (response_mutation && !response_mutation->empty() && m.status >= 200) {
+            mutated = policy::mutate_response_head({buf.data(), m.hdr_len}, *response_mutation);
+            if (!mutated) {
+                x.status = 502;
+                co_return x;
+            }
+        }
+        const std::string* instead = mutated ? &*mutated : nullptr;
+        bool sent = co_await send(m.hdr_len, instead);
         if (!sent)
             co_return x;
         if (m.status == 101) {
@@ -297,7 +406,7 @@ awaitable<ClientSession::Exchange> ClientSession::pipe_response(UpstreamConn& up
             if (k < 0)
                 co_return x;
             if (k > 0) {
-                bool sent = co_await send(static_cast<size_t>(k));
+                bool sent = co_await send(static_cast<size_t>(k), nullptr);
                 if (!sent)
                     co_return x;
             }
@@ -352,6 +461,7 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
 {
     const char* why = "closing";
     while (!closing_) {
+        head_request_ = false;
         l7_msg m;
         int st = co_await read_request_head(m);
         if (st == -1) {
@@ -381,6 +491,7 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
         const auto& d = rt->policy().daemon;
         std::span<const char> head(in_.data(), m.hdr_len);
         bool close = (m.flags & L7_MF_CLOSE) != 0;
+        head_request_ = m.method == L7_M_HEAD;
 
         if (m.flags & L7_MF_EXPECT_OTHER) {
             co_await respond(417, "unsupported expectation\n", true);
@@ -391,6 +502,8 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
             break;
         }
 
+        // `view` and `fields` point into in_: everything that reads them
+        // happens before the head is consumed.
         std::vector<policy::HeaderField> fields;
         fields.reserve(m.n_hdrs);
         for (unsigned i = 0; i < m.n_hdrs && i < L7_MAX_HEADERS; i++)
@@ -404,7 +517,12 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
         for (size_t i = 0; i < rt->policy().listeners.size(); i++)
             if (rt->policy().listeners[i].address == listener_)
                 view.listener = static_cast<uint32_t>(i);
-        std::optional<uint32_t> route_index = rt->router->route(view);
+        set_client_address(view, key_);
+
+        // match (claim conditions verify the route's token), then the
+        // matched route's JWT, RBAC and rate limit
+        RequestAuth auth(*rt, view, std::chrono::system_clock::now());
+        std::optional<uint32_t> route_index = rt->router->route(view, auth.lookup());
         if (!route_index) {
             server_.count_no_route();
             // the body, if any, is not read: close rather than resynchronise
@@ -414,7 +532,8 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
             consume(m.hdr_len);
             continue;
         }
-        const policy::Route& route = rt->policy().routes[*route_index];
+        const uint32_t ri = *route_index;
+        const policy::Route& route = rt->policy().routes[ri];
         dataplane::RouteCounters& rc = server_.user_counters_for(route.name);
         auto since = [t0 = std::chrono::steady_clock::now()] {
             return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -424,21 +543,71 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
         rc.requests++;
         rc.bytes_in += m.hdr_len + (m.body_kind == L7_BODY_LENGTH ? m.content_length : 0);
 
-        size_t ci = policy::Router::choose_cluster(route, random_u32()).value_or(0);
-        const policy::Cluster* cluster = rt->policy().find_cluster(route.clusters[ci].cluster);
-        size_t cluster_index = static_cast<size_t>(cluster - rt->policy().clusters.data());
-        size_t ei = policy::Router::choose_endpoint(*cluster, server_.next_rr(cluster->name),
-                                                    random_u32()).value_or(0);
-        uint32_t pool_id = rt->endpoint_pool[cluster_index][ei];
+        const Verdict verdict = decide(*rt, ri, view, auth, monotonic_ns());
+        if (verdict.kind != Verdict::Kind::Forward) {
+            count_verdict(server_.user_extras_for(route.name), verdict);
+            if (verdict.kind != Verdict::Kind::Direct)
+                log::debug(dataplane::to_string(key_), ": route ", route.name, ": ", verdict_name(verdict),
+                           verdict.kind == Verdict::Kind::JwtMissing || verdict.kind == Verdict::Kind::JwtInvalid
+                               ? std::string(" (") + std::string(auth::reason_name(verdict.jwt_reason)) + ")"
+                               : std::string());
+            const int status = local_status(route, verdict);
+            consume(m.hdr_len);
+            bool drained = co_await discard_request_body(m);
+            const bool must_close = close || !drained;
+            policy::LocalResponse resp = local_response_for(route, verdict, must_close);
+            uint64_t n = co_await respond_local(resp);
+            rc.add_response(status, n, since());
+            if (must_close) {
+                why = "answered by the policy, connection: close";
+                break;
+            }
+            continue;
+        }
+
+        // forward: a cluster, an endpoint, other endpoints after a connect failure
+        const auto& route_clusters = rt->route_clusters[ri];
+        const size_t ci = policy::Router::choose_cluster(route, random_u32()).value_or(0);
+        const size_t cluster_index = route_clusters.at(ci);
+        const policy::Cluster& cluster = rt->policy().clusters[cluster_index];
+        const auto& pools = rt->endpoint_pool[cluster_index];
+        EndpointInputs inputs;
+        inputs.rr_counter = [&] { return server_.next_rr(cluster.name); };
+        inputs.random32 = [] { return random_u32(); };
+        inputs.random64 = [] { return random_u64(); };
+        inputs.active = [&](uint32_t e) { return e < pools.size() ? server_.active_requests(pools[e]) : 0u; };
+        const std::optional<size_t> first = choose_endpoint(*rt, cluster_index, view, verdict.claims, inputs);
+        const UpstreamHead upstream_head =
+            first ? upstream_request_head(*rt, ri, {head.data(), head.size()}, verdict.claims) : UpstreamHead{};
+        if (!first || !upstream_head.ok) {
+            const bool must_close = close || m.body_kind != L7_BODY_NONE;
+            const int code = first ? 400 : 503;
+            uint64_t n = co_await respond(code, first ? "malformed request\n" : "no upstream endpoint\n", must_close);
+            rc.add_response(code, n, since());
+            if (must_close)
+                break;
+            consume(m.hdr_len);
+            continue;
+        }
+        std::vector<size_t> attempts{*first};
+        for (size_t e : retry_endpoints(cluster, *first, route.connect_retries))
+            attempts.push_back(e);
 
         error_code ec;
-        UpstreamPtr up = co_await server_.pool().acquire(pool_id, ec);
+        UpstreamPtr up;
+        size_t ei = *first;
+        for (size_t a = 0; a < attempts.size(); a++) {
+            ei = attempts[a];
+            up = co_await server_.pool().acquire(pools[ei], ec);
+            if (up)
+                break;
+            log::info("route ", route.name, ": upstream ", cluster.endpoints[ei].address.str(), ": ",
+                      ec.message(), a + 1 < attempts.size() ? "; trying another endpoint" : "");
+        }
         if (!up) {
             int code = ec == errc::no_buffer_space ? 503
                        : ec == errc::timed_out      ? 504
                                                          : 502;
-            log::info("route ", route.name, ": upstream ",
-                      cluster->endpoints[ei].address.str(), ": ", ec.message());
             bool must_close = close || m.body_kind != L7_BODY_NONE;
             std::string text = "upstream unavailable: " + ec.message() + "\n";
             uint64_t n = co_await respond(code, text, must_close);
@@ -448,6 +617,7 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
             consume(m.hdr_len);
             continue;
         }
+        ActiveTicket active(server_.active_counts(), pools[ei]);
 
         // A client that waits for 100 Continue gets it from us: the request
         // body is read before the upstream's answer, which is then relayed.
@@ -458,14 +628,19 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
                 co_await write_client("HTTP/1.1 100 Continue\r\n\r\n");
         }
 
+        // timeout_ms (or daemon.request_timeout_ms) from here to the end of
+        // the response
+        const ExchangeTimeout timeout = ExchangeTimeout::whole(route.timeout.value_or(d.request_timeout));
+        std::string_view head_out = upstream_head.rewritten ? std::string_view(upstream_head.bytes)
+                                                            : std::string_view(in_.data(), m.hdr_len);
         error_code wec;
-        co_await asio::async_write(up->socket(), asio::buffer(in_.data(), m.hdr_len),
+        co_await asio::async_write(up->socket(), asio::buffer(head_out.data(), head_out.size()),
                                    asio::redirect_error(use_awaitable, wec));
         consume(m.hdr_len);
         bool body_error = false;
         bool body_ok = false;
         if (!wec)
-            body_ok = co_await forward_request_body(*up, m, body_error);
+            body_ok = co_await forward_request_body(*up, m, body_error, timeout);
         if (!body_ok) {
             server_.pool().release(up, false);
             int code = body_error ? 400 : 502;
@@ -477,7 +652,8 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
 
         l7_resp_state start{};
         start.phase = L7_RESP_START;
-        Exchange x = co_await pipe_response(*up, m.method == L7_M_HEAD, start, true);
+        Exchange x = co_await pipe_response(*up, m.method == L7_M_HEAD, start, true, timeout,
+                                            &route.response_headers);
         if (x.ok || x.wrote)
             rc.add_response(x.status, x.bytes, since());
         if (x.ok && x.status == 101) {
@@ -501,7 +677,6 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
         answered();
         if (close || x.close)
             break;
-        (void)d;
     }
     log::debug(dataplane::to_string(key_), ": session ends: ", why);
     finish();
@@ -516,7 +691,8 @@ void ClientSession::relay(UpstreamPtr up, const l7_slot& snapshot)
 awaitable<void> ClientSession::relay_coro(std::shared_ptr<ClientSession> self, UpstreamPtr up,
                                           l7_slot snapshot)
 {
-    Exchange x = co_await pipe_response(*up, snapshot.resp.req_head, snapshot.resp, false);
+    const auto timeout = ExchangeTimeout::per_wait(server_.runtime()->policy().daemon.request_timeout);
+    Exchange x = co_await pipe_response(*up, snapshot.resp.req_head, snapshot.resp, false, timeout, nullptr);
     server_.count_kernel_response(snapshot, x.status ? x.status : snapshot.resp.status,
                                   snapshot.resp.bytes + x.bytes);
     server_.pool().finish_relay(up, x.ok && x.reusable && !snapshot.resp.close_after);

@@ -11,6 +11,7 @@
 #include "common/Asio.hpp"
 #include "dataplane/Abi.hpp"
 #include "policy/Policy.hpp"
+#include "policy/Responses.hpp"
 #include "proxy/Http.hpp"
 #include "proxy/UpstreamPool.hpp"
 
@@ -36,6 +37,24 @@ private:
     };
     asio::steady_timer timer_;
     std::shared_ptr<State> state_;
+};
+
+// How long the slow path waits on an upstream exchange: a request it
+// forwards has one deadline for the whole exchange (the route's timeout_ms
+// or daemon.request_timeout_ms); a response the data plane hands over is
+// relayed with the request timeout for each wait, since the kernel already
+// spent part of the exchange.
+struct ExchangeTimeout {
+    static ExchangeTimeout whole(std::chrono::milliseconds d)
+    {
+        return {std::chrono::milliseconds(0), std::chrono::steady_clock::now() + d};
+    }
+    static ExchangeTimeout per_wait(std::chrono::milliseconds d) { return {d, {}}; }
+    // the time to arm for the next wait (at least 1 ms)
+    std::chrono::milliseconds next() const;
+
+    std::chrono::milliseconds each{0};
+    std::chrono::steady_clock::time_point until{};
 };
 
 class ClientSession : public std::enable_shared_from_this<ClientSession> {
@@ -68,11 +87,23 @@ private:
     awaitable<int> read_request_head(l7_msg& m);
     awaitable<bool> wait_kernel_idle();
     awaitable<bool> write_client(std::string_view data);
-    // Answers the client itself; returns the bytes written.
+    // Answers the client itself (after any kernel response in flight, as
+    // one slow-path answer); returns the bytes written. A HEAD request gets
+    // the head only.
     awaitable<uint64_t> respond(int status, std::string_view text, bool close);
-    awaitable<bool> forward_request_body(UpstreamConn& up, const l7_msg& m, bool& body_error);
+    awaitable<uint64_t> respond_local(const policy::LocalResponse& r);
+    // Reads and drops the body of a request l7fast answers itself, when it
+    // is small and already on its way; false: the connection must close
+    // after the answer instead (the client may wait for 100 Continue, the
+    // body is large, malformed or slow).
+    awaitable<bool> discard_request_body(const l7_msg& m);
+    awaitable<bool> forward_request_body(UpstreamConn& up, const l7_msg& m, bool& body_error,
+                                         ExchangeTimeout timeout);
+    // `response_mutation`: applied to the final response head (the route's
+    // response_headers); null for kernel exchanges the daemon finishes.
     awaitable<Exchange> pipe_response(UpstreamConn& up, bool req_head, l7_resp_state start,
-                                      bool wait_kernel);
+                                      bool wait_kernel, ExchangeTimeout timeout,
+                                      const policy::HeaderMutation* response_mutation);
     awaitable<void> tunnel(UpstreamPtr up, std::vector<char> pending);
     awaitable<void> relay_coro(std::shared_ptr<ClientSession> self, UpstreamPtr up,
                                l7_slot snapshot);
@@ -90,6 +121,7 @@ private:
     uint64_t answered_ = 0;  // slow-path requests answered (l7_conn_user.u_done)
     bool closing_ = false;
     bool finished_ = false;
+    bool head_request_ = false;  // the request being answered is HEAD
 };
 
 }  // namespace l7fast::proxy

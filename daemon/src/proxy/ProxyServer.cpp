@@ -8,6 +8,7 @@
 #include <ctime>
 
 #include "common/FdStore.hpp"
+#include "auth/Jwt.hpp"
 #include "common/Log.hpp"
 #include "dataplane/Dataplane.hpp"
 #include "policy/Router.hpp"
@@ -378,10 +379,22 @@ void ProxyServer::on_exchange_end(KernelExchangeEnd e)
     }
 }
 
+uint32_t ProxyServer::active_requests(uint32_t pool_id) const
+{
+    auto it = active_->find(pool_id);
+    return it == active_->end() ? 0 : it->second;
+}
+
 void ProxyServer::tick()
 {
-    if (rt_)
-        pool_.sweep(rt_->policy().daemon.request_timeout);
+    if (!rt_)
+        return;
+    pool_.sweep(rt_->policy().daemon.request_timeout);
+    // one stat(2) per JWKS file when nothing changed; a new file that is
+    // bad keeps the previous keys (Jwks logs both outcomes)
+    for (const auto& v : rt_->verifiers)
+        if (v)
+            v->refresh_if_changed();
 }
 
 }  // namespace l7fast::proxy

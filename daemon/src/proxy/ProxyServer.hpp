@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,13 @@
 
 namespace l7fast::policy {
 class Router;
+class RateLimiter;
+}  // namespace l7fast::policy
+namespace l7fast::auth {
+class Verifier;
+}
+namespace l7fast::lb {
+class HashBalancer;
 }
 namespace l7fast::dataplane {
 class Dataplane;
@@ -40,6 +48,57 @@ struct PolicyRuntime {
     uint64_t generation = 0;
     std::vector<uint32_t> listener_ids;               // stable id per policy listener
     std::vector<std::vector<uint32_t>> endpoint_pool;  // per cluster, per endpoint
+
+    // The request pipeline's state (proxy::build_pipeline_state, Pipeline.hpp),
+    // built once per generation when the policy is prepared:
+    // per policy.jwt_providers: its verifier (JWKS refreshed by tick())
+    std::vector<std::shared_ptr<auth::Verifier>> verifiers;
+    // per policy.clusters: the table of a ring_hash/maglev cluster, else null
+    std::vector<std::shared_ptr<const lb::HashBalancer>> balancers;
+    // per policy.routes: its rate limiter or null; the same object as the
+    // previous generation's when the route's name and limit are unchanged
+    std::vector<std::shared_ptr<policy::RateLimiter>> limiters;
+    // per policy.routes: index of its JWT provider in policy.jwt_providers
+    std::vector<std::optional<size_t>> route_jwt;
+    // per policy.routes: index in policy.clusters of each route.clusters entry
+    std::vector<std::vector<size_t>> route_clusters;
+};
+
+// Slow-path requests in flight per upstream pool id.
+using ActiveCounts = std::map<uint32_t, uint32_t>;
+
+// Counts one request in flight for as long as it lives. It holds the
+// counts, not the server: a coroutine frame destroyed with the io_context
+// may outlive the ProxyServer.
+class ActiveTicket {
+public:
+    ActiveTicket(std::shared_ptr<ActiveCounts> counts, uint32_t pool) : counts_(std::move(counts)), pool_(pool)
+    {
+        (*counts_)[pool_]++;
+    }
+    ~ActiveTicket()
+    {
+        auto it = counts_->find(pool_);
+        if (it != counts_->end() && --it->second == 0)
+            counts_->erase(it);
+    }
+    ActiveTicket(const ActiveTicket&) = delete;
+    ActiveTicket& operator=(const ActiveTicket&) = delete;
+
+private:
+    std::shared_ptr<ActiveCounts> counts_;
+    uint32_t pool_;
+};
+
+// What the slow path did with a route's requests beyond forwarding them:
+// rejections by reason and direct responses (RouteCounters counts the
+// responses by status; these say why).
+struct UserRouteExtras {
+    uint64_t jwt_missing = 0;
+    uint64_t jwt_invalid = 0;
+    uint64_t rbac_denied = 0;
+    uint64_t rate_limited = 0;
+    uint64_t direct_responses = 0;
 };
 
 // Send buffer for sockets the data plane redirects into (see .cpp).
@@ -77,7 +136,8 @@ public:
 
     // Data-plane events.
     void on_event(const l7_event& ev);
-    // Periodic maintenance: pool sweep and warm-up.
+    // Periodic maintenance: pool sweep and warm-up, JWKS files re-read when
+    // they changed.
     void tick();
 
     // Stable id of a listening address (kept across reloads).
@@ -91,6 +151,11 @@ public:
     {
         return user_counters_[route];
     }
+    const std::map<std::string, UserRouteExtras>& user_extras() const { return user_extras_; }
+    UserRouteExtras& user_extras_for(const std::string& route) { return user_extras_[route]; }
+    // Slow-path requests in flight per upstream pool (bounded load).
+    uint32_t active_requests(uint32_t pool_id) const;
+    const std::shared_ptr<ActiveCounts>& active_counts() const { return active_; }
     // Responses to kernel-path requests that the daemon finished (relayed,
     // until close, failed), under the request's l7_route_stats id: the data
     // plane counted the request, the daemon counts the response.
@@ -131,6 +196,8 @@ private:
     std::map<l7_conn_key, std::weak_ptr<ClientSession>, ConnKeyLess> sessions_;
     std::map<std::string, dataplane::RouteCounters> user_counters_;
     std::map<uint32_t, dataplane::RouteCounters> kernel_responses_;
+    std::map<std::string, UserRouteExtras> user_extras_;
+    std::shared_ptr<ActiveCounts> active_ = std::make_shared<ActiveCounts>();
     uint64_t no_route_ = 0;
     std::map<std::string, uint64_t> rr_;
 };

@@ -1,0 +1,1008 @@
+"""The policy suite on the slow path (the reference implementation): every
+route is `offload = false`, so whatever the kernel can do, the daemon's
+ClientSession runs each route's whole pipeline with real requests: match
+(every condition kind, claims of a verified JWT), JWT (HS256 made here with
+hmac; RS256/ES256 with keys from the openssl CLI, a JWKS file re-read when
+it changes), RBAC, rate limits, direct responses, header mutation in both
+directions, ring hash and Maglev, per-route timeouts and connect retries.
+
+The module runs twice: with the kernel data plane loaded (it hands these
+routes to the slow path, `route_user`) and with `kernel_dataplane = false`.
+"""
+import base64
+import hashlib
+import hmac
+import json
+import os
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import l7env
+from l7env import Conn, free_port
+
+HS_SECRET = b"l7fast-e2e-hs256-secret-0123456789abcdef"  # >= 32 bytes
+HS_SECRET_B64 = base64.urlsafe_b64encode(HS_SECRET).rstrip(b"=").decode()
+ISSUER = "https://issuer.test"
+
+
+# ---- JWTs ----------------------------------------------------------------------------
+
+def b64u(data):
+    if isinstance(data, str):
+        data = data.encode()
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def signing_input(payload, header):
+    return b64u(json.dumps(header, separators=(",", ":"))) + "." + b64u(json.dumps(payload, separators=(",", ":")))
+
+
+def hs256(payload, secret=HS_SECRET, header=None):
+    inp = signing_input(payload, header or {"alg": "HS256", "typ": "JWT"})
+    sig = hmac.new(secret, inp.encode(), hashlib.sha256).digest()
+    return inp + "." + b64u(sig)
+
+
+def claims(**kw):
+    """A payload the "hs" provider accepts, plus kw."""
+    p = {"iss": ISSUER, "aud": "api", "sub": "alice", "exp": int(time.time()) + 600}
+    p.update(kw)
+    return {k: v for k, v in p.items() if v is not None}
+
+
+def der_ecdsa_to_raw(der):
+    """ECDSA-Sig-Value (DER) -> r || s, 32 bytes each (JWS form)."""
+    assert der[0] == 0x30
+    i = 2 if der[1] < 0x80 else 2 + (der[1] & 0x7f)
+    out = b""
+    for _ in range(2):
+        assert der[i] == 0x02
+        n = der[i + 1]
+        v = der[i + 2:i + 2 + n].lstrip(b"\0")
+        out += v.rjust(32, b"\0")
+        i += 2 + n
+    return out
+
+
+class Keys:
+    """RSA and EC P-256 keys made with the openssl CLI in a temp directory."""
+
+    def __init__(self, workdir):
+        self.dir = Path(workdir)
+
+    def openssl(self, *args, data=None):
+        return subprocess.run(["openssl", *args], input=data, capture_output=True, check=True).stdout
+
+    def rsa(self, name):
+        key = self.dir / f"{name}.pem"
+        self.openssl("genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", str(key))
+        text = self.openssl("pkey", "-in", str(key), "-noout", "-text_pub").decode()
+        modulus = text.split("Modulus:")[1].split("Exponent:")[0]
+        n = bytes.fromhex("".join(modulus.split()).replace(":", ""))
+        n = n.lstrip(b"\0")
+        return key, {"kty": "RSA", "kid": name, "alg": "RS256", "use": "sig", "n": b64u(n), "e": b64u(b"\x01\x00\x01")}
+
+    def ec(self, name):
+        key = self.dir / f"{name}.pem"
+        self.openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", str(key))
+        pub = self.openssl("pkey", "-in", str(key), "-pubout").decode()
+        return key, pub
+
+    def sign(self, key, payload, alg, kid=None):
+        header = {"alg": alg, "typ": "JWT"}
+        if kid:
+            header["kid"] = kid
+        inp = signing_input(payload, header)
+        sig = self.openssl("dgst", "-sha256", "-sign", str(key), data=inp.encode())
+        if alg == "ES256":
+            sig = der_ecdsa_to_raw(sig)
+        return inp + "." + b64u(sig)
+
+
+# ---- a backend that reports its request head byte for byte ----------------------------
+
+class RawBackend:
+    """Answers every request with {"head": <the request head as received>}
+    and response headers the response-mutation test rewrites."""
+
+    def __init__(self):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.stop = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def address(self):
+        return f"127.0.0.1:{self.port}"
+
+    def _accept(self):
+        while not self.stop:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(c,), daemon=True).start()
+
+    def _serve(self, c):
+        buf = b""
+        try:
+            while True:
+                while b"\r\n\r\n" not in buf:
+                    data = c.recv(65536)
+                    if not data:
+                        return
+                    buf += data
+                head, buf = buf.split(b"\r\n\r\n", 1)
+                head += b"\r\n\r\n"
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        n = int(line.split(b":", 1)[1])
+                        while len(buf) < n:
+                            buf += c.recv(65536)
+                        buf = buf[n:]
+                body = json.dumps({"head": head.decode("latin-1")}).encode()
+                c.sendall(b"HTTP/1.1 200 OK\r\nServer: raw-backend\r\nX-Frame-Options: SAMEORIGIN\r\n"
+                          b"X-Keep: kept\r\nContent-Type: application/json\r\n"
+                          b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        except OSError:
+            pass
+        finally:
+            c.close()
+
+    def close(self):
+        self.stop = True
+        self.sock.close()
+
+
+# ---- the policy ----------------------------------------------------------------------------
+
+def mark(name):
+    """request_headers that tell the backend which route took the request."""
+    return f'request_headers = {{ set = [ {{ name = "x-route", value = "{name}" }} ] }}'
+
+
+def render_policy(w):
+    ring = ", ".join(f'{{ address = "{w.backends[n]}" }}' for n in w.ring_members)
+    rl_burst = w.rl_burst
+    return f"""
+[[listener]]
+name = "web"
+address = "127.0.0.1:{w.port}"
+[[listener]]
+name = "web6"
+address = "[::1]:{w.port6}"
+
+[[cluster]]
+name = "one"
+endpoints = [ {{ address = "{w.backends['one']}" }} ]
+[[cluster]]
+name = "raw"
+endpoints = [ {{ address = "{w.raw.address()}" }} ]
+[[cluster]]
+name = "ring"
+lb = "ring_hash"
+hash_key = {{ header = "X-User" }}
+endpoints = [ {ring} ]
+[[cluster]]
+name = "maglev"
+lb = "maglev"
+hash_key = {{ cookie = "session" }}
+maglev_table_size = 251
+endpoints = [ {ring} ]
+[[cluster]]
+name = "flaky"
+endpoints = [ {{ address = "127.0.0.1:{w.dead_port}" }}, {{ address = "{w.backends['one']}" }} ]
+
+[[jwt_provider]]
+name = "hs"
+issuer = "{ISSUER}"
+audiences = ["api"]
+algorithms = ["HS256"]
+keys = [ {{ alg = "HS256", secret_base64url = "{HS_SECRET_B64}" }} ]
+forward_claims = [ {{ claim = "sub", header = "X-User-Id" }}, {{ claim = "groups", header = "x-groups" }} ]
+
+[[jwt_provider]]
+name = "pk"
+algorithms = ["RS256", "ES256"]
+jwks_file = "{w.jwks}"
+keys = [ {{ kid = "ec1", alg = "ES256", pem = '''
+{w.ec_pub}''' }} ]
+
+[[jwt_provider]]
+name = "ck"
+algorithms = ["HS256"]
+keys = [ {{ alg = "HS256", secret_base64url = "{HS_SECRET_B64}" }} ]
+from = {{ cookie = "token" }}
+require_exp = false
+
+# ---- every condition kind ----
+[[route]]
+name = "m-method"
+offload = false
+cluster = "one"
+{mark("m-method")}
+match = {{ path_prefix = "/match/method", method = ["PATCH", "PUT"] }}
+
+[[route]]
+name = "m-host"
+offload = false
+cluster = "one"
+{mark("m-host")}
+match = {{ path_prefix = "/match/host", host = "api.example.com" }}
+
+[[route]]
+name = "m-exact"
+offload = false
+cluster = "one"
+{mark("m-exact")}
+match = {{ path_exact = "/match/exact" }}
+
+[[route]]
+name = "m-regex"
+offload = false
+cluster = "one"
+{mark("m-regex")}
+match = {{ path_regex = "/match/re/[a-z]+/[0-9]+" }}
+
+[[route]]
+name = "m-present"
+offload = false
+cluster = "one"
+{mark("m-present")}
+match = {{ path_prefix = "/match/hdr", headers = [ {{ name = "X-P", present = true }} ] }}
+
+[[route]]
+name = "m-absent"
+offload = false
+cluster = "one"
+{mark("m-absent")}
+match = {{ path_prefix = "/match/absent", headers = [ {{ name = "X-A", absent = true }} ] }}
+
+[[route]]
+name = "m-hexact"
+offload = false
+cluster = "one"
+{mark("m-hexact")}
+match = {{ path_prefix = "/match/hdr", headers = [ {{ name = "X-E", exact = "v1, v2" }} ] }}
+
+[[route]]
+name = "m-hprefix"
+offload = false
+cluster = "one"
+{mark("m-hprefix")}
+match = {{ path_prefix = "/match/hdr", headers = [ {{ name = "X-Pre", prefix = "abc" }} ] }}
+
+[[route]]
+name = "m-qexact"
+offload = false
+cluster = "one"
+{mark("m-qexact")}
+match = {{ path_prefix = "/match/q", query = [ {{ name = "v", exact = "2" }} ] }}
+
+[[route]]
+name = "m-qpresent"
+offload = false
+cluster = "one"
+{mark("m-qpresent")}
+match = {{ path_prefix = "/match/q", query = [ {{ name = "debug", present = true }} ] }}
+
+[[route]]
+name = "m-src-out"
+offload = false
+cluster = "one"
+{mark("m-src-out")}
+match = {{ path_prefix = "/match/src", source = ["10.0.0.0/8", "fd00::/8"] }}
+
+[[route]]
+name = "m-src6"
+offload = false
+listeners = ["web6"]
+cluster = "one"
+{mark("m-src6")}
+match = {{ path_prefix = "/match/src", source = ["::1"] }}
+
+[[route]]
+name = "m-src4"
+offload = false
+cluster = "one"
+{mark("m-src4")}
+match = {{ path_prefix = "/match/src", source = ["127.0.0.0/8"] }}
+
+[[route]]
+name = "m-claims"
+offload = false
+jwt = "hs"
+cluster = "one"
+{mark("m-claims")}
+match = {{ path_prefix = "/match/claims", claims = [ {{ name = "role", exact = "admin" }}, {{ name = "sub", present = true }} ] }}
+
+# ---- JWT ----
+[[route]]
+name = "jwt-hs"
+offload = false
+jwt = "hs"
+cluster = "one"
+match = {{ path_prefix = "/jwt/hs" }}
+
+[[route]]
+name = "jwt-pk"
+offload = false
+jwt = "pk"
+cluster = "one"
+match = {{ path_prefix = "/jwt/pk" }}
+
+[[route]]
+name = "jwt-cookie"
+offload = false
+jwt = "ck"
+cluster = "one"
+match = {{ path_prefix = "/jwt/cookie" }}
+
+# ---- RBAC ----
+[[route]]
+name = "rbac-first"
+offload = false
+cluster = "one"
+match = {{ path_prefix = "/rbac/first" }}
+[route.rbac]
+mode = "first_match"
+default = "deny"
+deny_status = 418
+deny_body = "no tea for you\\n"
+rules = [
+  {{ action = "allow", method = ["GET"] }},
+  {{ action = "deny", path_prefix = "/rbac/first/admin" }},
+]
+
+[[route]]
+name = "rbac-deny"
+offload = false
+cluster = "one"
+match = {{ path_prefix = "/rbac/deny" }}
+[route.rbac]
+mode = "deny_overrides"
+default = "allow"
+rules = [
+  {{ action = "allow", method = ["GET"] }},
+  {{ action = "deny", path_prefix = "/rbac/deny/admin" }},
+  {{ action = "deny", source = "127.0.0.0/8", headers = [ {{ name = "x-block", present = true }} ] }},
+]
+
+[[route]]
+name = "rbac-claims"
+offload = false
+jwt = "hs"
+cluster = "one"
+match = {{ path_prefix = "/rbac/claims" }}
+[route.rbac]
+default = "deny"
+deny_status = 403
+deny_body = "write scope required\\n"
+rules = [ {{ action = "allow", claims = [ {{ name = "scope", exact = "write" }} ] }} ]
+
+# ---- rate limits ----
+[[route]]
+name = "rl"
+offload = false
+cluster = "one"
+match = {{ path_prefix = "/rl/shared" }}
+rate_limit = {{ rate = 1, burst = {rl_burst} }}
+
+[[route]]
+name = "rl-key"
+offload = false
+cluster = "one"
+match = {{ path_prefix = "/rl/key" }}
+rate_limit = {{ rate = 1, burst = 1, key = {{ header = "X-Key" }} }}
+
+# ---- direct responses ----
+[[route]]
+name = "direct"
+offload = false
+match = {{ path_exact = "/direct" }}
+direct_response = {{ status = 200, headers = [ {{ name = "X-Direct", value = "yes" }}, {{ name = "Content-Type", value = "application/json" }} ], body = '{{"ok":true}}' }}
+
+[[route]]
+name = "gone"
+offload = false
+match = {{ path_prefix = "/gone" }}
+direct_response = {{ status = 410 }}
+
+# ---- header mutation ----
+[[route]]
+name = "mut"
+offload = false
+cluster = "raw"
+match = {{ path_prefix = "/mut" }}
+[route.request_headers]
+remove = ["X-Internal"]
+set = [ {{ name = "X-Env", value = "prod" }} ]
+add = [ {{ name = "x-tag", value = "a" }}, {{ name = "X-Tag", value = "b" }} ]
+[route.response_headers]
+remove = ["server"]
+set = [ {{ name = "X-Frame-Options", value = "DENY" }} ]
+
+[[route]]
+name = "mut-claims"
+offload = false
+jwt = "hs"
+cluster = "raw"
+match = {{ path_prefix = "/fwd" }}
+request_headers = {{ add = [ {{ name = "x-after", value = "1" }} ] }}
+
+# ---- upstream choice ----
+[[route]]
+name = "ring"
+offload = false
+cluster = "ring"
+match = {{ path_prefix = "/ring" }}
+
+[[route]]
+name = "maglev"
+offload = false
+cluster = "maglev"
+match = {{ path_prefix = "/maglev" }}
+
+[[route]]
+name = "timeout"
+offload = false
+cluster = "one"
+timeout_ms = 600
+match = {{ path_prefix = "/timeout" }}
+
+[[route]]
+name = "retry"
+offload = false
+cluster = "flaky"
+connect_retries = 1
+match = {{ path_prefix = "/retry" }}
+
+[[route]]
+name = "noretry"
+offload = false
+cluster = "flaky"
+match = {{ path_prefix = "/noretry" }}
+
+[[route]]
+name = "fallback"
+offload = false
+cluster = "one"
+{mark("fallback")}
+"""
+
+
+class World:
+    pass
+
+
+@pytest.fixture(scope="module", params=["with-dataplane", "without-dataplane"])
+def w(request):
+    reason = l7env.skip_reason()
+    if reason:
+        if os.environ.get("L7FAST_REQUIRE_E2E") == "1":
+            pytest.fail(f"end-to-end tests required but cannot run: {reason}")
+        pytest.skip(reason)
+    if subprocess.run(["openssl", "version"], capture_output=True).returncode != 0:
+        pytest.skip("openssl CLI missing")
+    env = l7env.Env("policies" + ("" if request.param == "with-dataplane" else "-nodp"))
+    w = World()
+    w.env = env
+    try:
+        w.backends = {}
+        for name in ["one", "h1", "h2", "h3"]:
+            w.backends[name] = env.backend(name).address()
+        w.raw = RawBackend()
+        w.port, w.port6, w.dead_port = free_port(), free_port("::1"), free_port()
+        w.keys = Keys(env.tmp.name)
+        w.rsa_key, jwk = w.keys.rsa("rs1")
+        w.rsa2_key, w.jwk2 = w.keys.rsa("rs2")
+        w.ec_key, w.ec_pub = w.keys.ec("ec1")
+        w.jwks = Path(env.tmp.name) / "idp.jwks"
+        w.jwks.write_text(json.dumps({"keys": [jwk]}))
+        w.jwk1 = jwk
+        w.ring_members = ["h1", "h2", "h3"]
+        w.rl_burst = 2
+        settings = "request_timeout_ms = 5000\nconnect_timeout_ms = 500"
+        if request.param == "without-dataplane":
+            settings += "\nkernel_dataplane = false"
+        w.settings = settings
+        env.start(render_policy(w), daemon_settings=settings)
+        w.dataplane = request.param == "with-dataplane"
+        yield w
+    finally:
+        warnings = env.kernel_warnings()
+        env.close()
+        if getattr(w, "raw", None):
+            w.raw.close()
+    assert not warnings, "kernel warnings during the test:\n" + "\n".join(warnings)
+
+
+@pytest.fixture(autouse=True)
+def log_on_failure(request):
+    yield
+    rep = getattr(request.node, "rep_call", None)
+    if rep is None or not rep.failed or "w" not in request.fixturenames:
+        return
+    w = request.getfixturevalue("w")
+    if w.env.daemon:
+        print("\n--- l7fastd log (last 60 lines) ---\n" + "\n".join(w.env.daemon.log().splitlines()[-60:]))
+
+
+def reload(w):
+    w.env.daemon.write_policy(render_policy(w))
+    ready = w.env.daemon.reload()
+    assert "last reload failed" not in ready, w.env.daemon.log()[-3000:]
+
+
+def req(w, method="GET", path="/", headers=None, body=None, host="test", port=None, family_host="127.0.0.1",
+        head=False):
+    c = Conn(port or w.port, host=family_host)
+    try:
+        c.request(method, path, headers=headers, body=body, host=host)
+        return c.read_response(head_request=head)
+    finally:
+        c.close()
+
+
+def route_of(r):
+    assert r.status == 200, (r, r.body[:300])
+    return r.json()["headers"].get("x-route")
+
+
+# ---- match ------------------------------------------------------------------------------
+
+def test_the_routes_run_in_the_slow_path(w):
+    before = w.env.stats()["routes"]["fallback"]["requests_user"]
+    with w.env.local():
+        c = Conn(w.port)
+    for i in range(3):
+        c.request("GET", f"/anything/{i}")
+        assert route_of(c.read_response()) == "fallback"
+    c.close()
+    st = w.env.stats()
+    assert st["routes"]["fallback"]["requests_user"] - before == 3
+    assert st["routes"]["fallback"]["placement"] == "user"
+
+
+def test_method_host_exact_and_regex(w):
+    assert route_of(req(w, "PATCH", "/match/method")) == "m-method"
+    assert route_of(req(w, "PUT", "/match/method", body=b"x")) == "m-method"
+    assert route_of(req(w, "GET", "/match/method")) == "fallback"
+    assert route_of(req(w, "GET", "/match/host/x", host="API.example.com:8443")) == "m-host"
+    assert route_of(req(w, "GET", "/match/host/x", host="web.example.com")) == "fallback"
+    assert route_of(req(w, "GET", "/match/exact")) == "m-exact"
+    assert route_of(req(w, "GET", "/match/exact/")) == "fallback"
+    assert route_of(req(w, "GET", "/match/exact?x=1")) == "m-exact"
+    assert route_of(req(w, "GET", "/match/re/abc/123")) == "m-regex"
+    assert route_of(req(w, "GET", "/match/re/abc/123?q")) == "m-regex"
+    assert route_of(req(w, "GET", "/match/re/ABC/123")) == "fallback"
+    assert route_of(req(w, "GET", "/match/re/abc/123/x")) == "fallback"
+
+
+def test_header_present_absent_exact_prefix(w):
+    assert route_of(req(w, path="/match/hdr", headers={"x-p": ""})) == "m-present"
+    assert route_of(req(w, path="/match/hdr")) == "fallback"
+    assert route_of(req(w, path="/match/absent")) == "m-absent"
+    assert route_of(req(w, path="/match/absent", headers={"X-A": "1"})) == "fallback"
+    # several field lines are one value joined with ", "
+    c = Conn(w.port)
+    c.send(b"GET /match/hdr HTTP/1.1\r\nHost: t\r\nX-E: v1\r\nX-E: v2\r\n\r\n")
+    assert route_of(c.read_response()) == "m-hexact"
+    c.send(b"GET /match/hdr HTTP/1.1\r\nHost: t\r\nX-E: v1\r\n\r\n")
+    assert route_of(c.read_response()) == "fallback"
+    c.close()
+    assert route_of(req(w, path="/match/hdr", headers={"x-pre": "abcdef"})) == "m-hprefix"
+    assert route_of(req(w, path="/match/hdr", headers={"x-pre": "ab"})) == "fallback"
+
+
+def test_query_conditions(w):
+    assert route_of(req(w, path="/match/q?a=1&v=2")) == "m-qexact"
+    assert route_of(req(w, path="/match/q?v=22")) == "fallback"
+    assert route_of(req(w, path="/match/q?v=3&debug")) == "m-qpresent"
+    assert route_of(req(w, path="/match/q?debug=")) == "m-qpresent"
+    assert route_of(req(w, path="/match/q")) == "fallback"
+    # the first pair with the name counts, bytes as sent
+    assert route_of(req(w, path="/match/q?v=1&v=2")) == "fallback"
+    assert route_of(req(w, path="/match/q?v=%32")) == "fallback"
+
+
+def test_source_cidrs_from_the_client_address(w):
+    assert route_of(req(w, path="/match/src")) == "m-src4"
+    r = req(w, path="/match/src", port=w.port6, family_host="::1")
+    assert route_of(r) == "m-src6"
+    # a local client (its socket in the data plane's cgroup) too
+    with w.env.local():
+        c = Conn(w.port)
+    c.request("GET", "/match/src")
+    assert route_of(c.read_response()) == "m-src4"
+    c.close()
+
+
+def test_claim_conditions_need_a_verified_token(w):
+    admin = hs256(claims(role="admin"))
+    assert route_of(req(w, path="/match/claims", headers={"Authorization": "Bearer " + admin})) == "m-claims"
+    user = hs256(claims(role="user"))
+    assert route_of(req(w, path="/match/claims", headers={"Authorization": "Bearer " + user})) == "fallback"
+    forged = hs256(claims(role="admin"), secret=b"x" * 40)
+    assert route_of(req(w, path="/match/claims", headers={"Authorization": "Bearer " + forged})) == "fallback"
+    assert route_of(req(w, path="/match/claims")) == "fallback"
+    arr = hs256(claims(role=["user", "admin"]))
+    assert route_of(req(w, path="/match/claims", headers={"Authorization": "Bearer " + arr})) == "m-claims"
+
+
+# ---- JWT -------------------------------------------------------------------------------------
+
+def auth_of(r):
+    return r.header("www-authenticate")
+
+
+def test_jwt_missing_and_invalid_shapes(w):
+    before = w.env.stats()["routes"]["jwt-hs"]
+    r = req(w, path="/jwt/hs/x")
+    assert r.status == 401
+    assert auth_of(r) == 'Bearer realm="l7fast"'
+    assert r.body == b"unauthorized\n"
+    # another scheme is "no bearer token"
+    r = req(w, path="/jwt/hs/x", headers={"Authorization": "Basic dXNlcjpwYXNz"})
+    assert r.status == 401 and auth_of(r) == 'Bearer realm="l7fast"'
+
+    invalid = {
+        "garbage": "Bearer not.a.jwt",
+        "expired": "Bearer " + hs256(claims(exp=int(time.time()) - 3600)),
+        "alg-none": "Bearer " + signing_input(claims(), {"alg": "none", "typ": "JWT"}) + ".",
+        "alg-none-signed": "Bearer " + hs256(claims(), header={"alg": "none"}),
+        "wrong-aud": "Bearer " + hs256(claims(aud="other")),
+        "wrong-iss": "Bearer " + hs256(claims(iss="https://evil.test")),
+        "no-exp": "Bearer " + hs256(claims(exp=None)),
+        "bad-signature": "Bearer " + hs256(claims(), secret=b"y" * 40),
+        "not-yet": "Bearer " + hs256(claims(nbf=int(time.time()) + 3600)),
+        "bare-scheme": "Bearer",
+    }
+    for name, value in invalid.items():
+        r = req(w, path="/jwt/hs/x", headers={"Authorization": value})
+        assert r.status == 401, name
+        assert auth_of(r) == 'Bearer realm="l7fast", error="invalid_token"', name
+    after = w.env.stats()["routes"]["jwt-hs"]
+    assert after["rejected"]["jwt_missing"] - before["rejected"]["jwt_missing"] == 2
+    assert after["rejected"]["jwt_invalid"] - before["rejected"]["jwt_invalid"] == len(invalid)
+    assert after["responses"]["4xx"] - before["responses"]["4xx"] == 2 + len(invalid)
+
+
+def test_jwt_valid_forwards_claims_and_drops_client_copies(w):
+    tok = hs256(claims(groups=["eng", "ops"]))
+    r = req(w, path="/jwt/hs/ok", headers={"Authorization": "bearer " + tok, "X-User-Id": "mallory"})
+    assert r.status == 200, r.body
+    h = r.json()["headers"]
+    assert h["x-user-id"] == "alice"
+    assert h["x-groups"] == "eng, ops"
+    # no "groups" claim: no header, and the client's copy is still dropped
+    tok = hs256(claims())
+    r = req(w, path="/jwt/hs/ok", headers={"Authorization": "Bearer " + tok, "X-Groups": "admins"})
+    h = r.json()["headers"]
+    assert "x-groups" not in h and h["x-user-id"] == "alice"
+
+
+def test_forwarded_claims_are_byte_exact(w):
+    tok = hs256(claims(sub="bob"))
+    c = Conn(w.port)
+    c.send(("GET /fwd/1 HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer " + tok +
+            "\r\nx-user-id: forged\r\nAccept: */*\r\n\r\n").encode())
+    r = c.read_response()
+    c.close()
+    assert r.json()["head"] == ("GET /fwd/1 HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer " + tok +
+                                "\r\nAccept: */*\r\nx-user-id: bob\r\nx-after: 1\r\n\r\n")
+
+
+def test_rs256_from_jwks_and_es256_inline(w):
+    tok = w.keys.sign(w.rsa_key, {"sub": "rs", "exp": int(time.time()) + 600}, "RS256", kid="rs1")
+    r = req(w, path="/jwt/pk/a", headers={"Authorization": "Bearer " + tok})
+    assert r.status == 200, r.body
+    tok = w.keys.sign(w.ec_key, {"sub": "ec", "exp": int(time.time()) + 600}, "ES256", kid="ec1")
+    assert req(w, path="/jwt/pk/a", headers={"Authorization": "Bearer " + tok}).status == 200
+    # a key of another algorithm, an unknown kid, an HS256 token with the RSA key's kid
+    tok = w.keys.sign(w.ec_key, {"sub": "ec", "exp": int(time.time()) + 600}, "ES256", kid="rs1")
+    assert req(w, path="/jwt/pk/a", headers={"Authorization": "Bearer " + tok}).status == 401
+    tok = w.keys.sign(w.rsa2_key, {"sub": "rs", "exp": int(time.time()) + 600}, "RS256", kid="rs2")
+    assert req(w, path="/jwt/pk/a", headers={"Authorization": "Bearer " + tok}).status == 401
+    hs = hs256({"sub": "x", "exp": int(time.time()) + 600}, header={"alg": "HS256", "kid": "rs1"})
+    assert req(w, path="/jwt/pk/a", headers={"Authorization": "Bearer " + hs}).status == 401
+
+
+def test_jwks_file_is_reread_when_it_changes(w):
+    tok2 = w.keys.sign(w.rsa2_key, {"sub": "rs", "exp": int(time.time()) + 600}, "RS256", kid="rs2")
+    assert req(w, path="/jwt/pk/b", headers={"Authorization": "Bearer " + tok2}).status == 401
+    tmp = w.jwks.with_suffix(".new")
+    tmp.write_text(json.dumps({"keys": [w.jwk1, w.jwk2]}))
+    os.rename(tmp, w.jwks)
+    deadline = time.time() + 5
+    status = 0
+    while time.time() < deadline:
+        status = req(w, path="/jwt/pk/b", headers={"Authorization": "Bearer " + tok2}).status
+        if status == 200:
+            break
+        time.sleep(0.2)
+    assert status == 200
+    # a broken file keeps the keys in use
+    tmp.write_text("{not json")
+    os.rename(tmp, w.jwks)
+    time.sleep(1.2)
+    assert req(w, path="/jwt/pk/b", headers={"Authorization": "Bearer " + tok2}).status == 200
+    tmp.write_text(json.dumps({"keys": [w.jwk1]}))
+    os.rename(tmp, w.jwks)
+
+
+def test_jwt_from_a_cookie(w):
+    tok = hs256({"sub": "cookie-user"})
+    r = req(w, path="/jwt/cookie/x", headers={"Cookie": "a=1; token=" + tok + "; b=2"})
+    assert r.status == 200, r.body
+    assert req(w, path="/jwt/cookie/x", headers={"Cookie": "a=1"}).status == 401
+
+
+def test_bad_jwks_fails_the_reload_with_a_precise_error(w):
+    good = w.jwks.read_text()
+    saved = w.jwks
+    try:
+        w.jwks = Path(w.env.tmp.name) / "missing.jwks"
+        w.env.daemon.write_policy(render_policy(w))
+        rc, out, err = w.env.ctl("reload")
+        assert "last reload failed" in w.env.daemon.wait_notify("READY=1")
+        assert rc != 0
+        assert "jwt_provider \"pk\"" in err and "missing.jwks" in err, err
+    finally:
+        w.jwks = saved
+        assert w.jwks.read_text() == good
+        reload(w)
+    tok = w.keys.sign(w.rsa_key, {"sub": "rs", "exp": int(time.time()) + 600}, "RS256", kid="rs1")
+    assert req(w, path="/jwt/pk/a", headers={"Authorization": "Bearer " + tok}).status == 200
+
+
+# ---- RBAC --------------------------------------------------------------------------------------
+
+def test_rbac_first_match_with_custom_denial(w):
+    assert req(w, "GET", "/rbac/first/admin").status == 200  # the allow rule comes first
+    r = req(w, "DELETE", "/rbac/first/x")                      # no rule: default deny
+    assert r.status == 418
+    assert r.body == b"no tea for you\n"
+    assert r.header("content-type") == "text/plain"
+    r = req(w, "HEAD", "/rbac/first/x", head=True)   # HEAD is not GET
+    assert r.status == 418 and r.body == b""
+    assert r.header("content-length") == str(len(b"no tea for you\n"))
+    r = req(w, "POST", "/rbac/first/admin", body=b"abc")
+    assert r.status == 418
+
+
+def test_rbac_deny_overrides(w):
+    before = w.env.stats()["routes"]["rbac-deny"]["rejected"]["rbac_denied"]
+    r = req(w, "GET", "/rbac/deny/admin")       # allow and deny both hold: deny wins
+    assert r.status == 403 and r.body == b"forbidden\n"
+    assert req(w, "GET", "/rbac/deny/x").status == 200
+    assert req(w, "DELETE", "/rbac/deny/x").status == 200   # no rule: default allow
+    assert req(w, "GET", "/rbac/deny/x", headers={"X-Block": "1"}).status == 403  # source + header
+    assert w.env.stats()["routes"]["rbac-deny"]["rejected"]["rbac_denied"] - before == 2
+
+
+def test_rbac_on_claims_runs_after_jwt(w):
+    assert req(w, path="/rbac/claims").status == 401
+    r = req(w, path="/rbac/claims", headers={"Authorization": "Bearer " + hs256(claims(scope="read"))})
+    assert r.status == 403 and r.body == b"write scope required\n"
+    r = req(w, path="/rbac/claims", headers={"Authorization": "Bearer " + hs256(claims(scope=["read", "write"]))})
+    assert r.status == 200
+
+
+# ---- rate limits ------------------------------------------------------------------------------
+
+def exhaust(w, path, headers=None, limit=10):
+    statuses = []
+    for _ in range(limit):
+        r = req(w, path=path, headers=headers)
+        statuses.append(r.status)
+        if r.status == 429:
+            return statuses, r
+    return statuses, None
+
+
+def test_rate_limit_429_with_retry_after_then_recovery(w):
+    time.sleep(w.rl_burst + 0.2)  # a full bucket
+    before = w.env.stats()["routes"]["rl"]["rejected"]["rate_limited"]
+    statuses, r = exhaust(w, "/rl/shared")
+    assert statuses[:2] == [200, 200] and statuses[-1] == 429, statuses
+    assert r.header("retry-after") == "1"
+    assert r.body == b"too many requests\n"
+    # keep-alive is kept after a 429
+    c = Conn(w.port)
+    c.request("GET", "/rl/shared")
+    assert c.read_response().status == 429
+    c.request("GET", "/rl/shared")
+    assert c.read_response().status == 429
+    c.close()
+    time.sleep(1.1)
+    assert req(w, path="/rl/shared").status == 200
+    assert w.env.stats()["routes"]["rl"]["rejected"]["rate_limited"] - before >= 3
+
+
+def test_rate_limit_keys_have_their_own_buckets(w):
+    time.sleep(1.1)
+    assert req(w, path="/rl/key", headers={"X-Key": "a"}).status == 200
+    assert req(w, path="/rl/key", headers={"X-Key": "a"}).status == 429
+    assert req(w, path="/rl/key", headers={"X-Key": "b"}).status == 200
+    assert req(w, path="/rl/key").status == 200   # no key: the shared bucket
+    assert req(w, path="/rl/key").status == 429
+
+
+def test_rate_limit_budget_survives_a_reload(w):
+    time.sleep(w.rl_burst + 0.2)
+    statuses, _ = exhaust(w, "/rl/shared")
+    t_empty = time.time()
+    assert statuses[-1] == 429
+    reload(w)  # same route, same limit: same buckets
+    a = req(w, path="/rl/shared").status
+    b = req(w, path="/rl/shared").status
+    if time.time() - t_empty < 1.9:
+        # a reset bucket would admit both; at most one token came back meanwhile
+        assert [a, b].count(200) <= 1, (a, b)
+    # a changed limit starts a fresh bucket
+    w.rl_burst = 5
+    try:
+        reload(w)
+        statuses = [req(w, path="/rl/shared").status for _ in range(5)]
+        assert statuses == [200] * 5
+    finally:
+        w.rl_burst = 2
+        reload(w)
+
+
+# ---- direct responses ------------------------------------------------------------------------
+
+def test_direct_response_bytes_head_and_keepalive(w):
+    before = w.env.stats()["routes"]["direct"]["direct_responses"]
+    c = Conn(w.port)
+    c.request("GET", "/direct")
+    r = c.read_response()
+    assert r.raw_head == (b"HTTP/1.1 200 OK\r\nx-direct: yes\r\ncontent-type: application/json\r\n"
+                          b"content-length: 11\r\n\r\n")
+    assert r.body == b'{"ok":true}'
+    c.request("HEAD", "/direct")
+    r = c.read_response(head_request=True)
+    assert r.status == 200 and r.header("content-length") == "11"
+    # nothing followed the HEAD answer's head: the next response is intact
+    c.request("POST", "/direct", body=b"dropped body")
+    r = c.read_response()
+    assert r.body == b'{"ok":true}'
+    c.request("GET", "/gone/x")
+    r = c.read_response()
+    assert r.status == 410 and r.body == b""
+    assert r.header("content-length") == "0"
+    c.close()
+    assert w.env.stats()["routes"]["direct"]["direct_responses"] - before == 3
+
+
+def test_direct_response_with_connection_close(w):
+    c = Conn(w.port)
+    c.request("GET", "/direct", headers={"Connection": "close"})
+    r = c.read_response()
+    assert r.status == 200 and r.header("connection") == "close"
+    assert c.closed_by_peer()
+    c.close()
+
+
+# ---- header mutation -----------------------------------------------------------------------
+
+def test_request_mutation_arrives_byte_exact(w):
+    c = Conn(w.port)
+    c.send(b"GET /mut/x?y=1 HTTP/1.1\r\nHost: t\r\nX-Keep:  1 \r\nX-Internal: secret\r\nx-env: client\r\n"
+           b"X-Tag: c\r\nx-internal: again\r\n\r\n")
+    r = c.read_response()
+    assert r.json()["head"] == ("GET /mut/x?y=1 HTTP/1.1\r\nHost: t\r\nX-Keep:  1 \r\nX-Tag: c\r\n"
+                                "x-env: prod\r\nx-tag: a\r\nx-tag: b\r\n\r\n")
+    # with a body: the body follows the rewritten head intact
+    c.request("POST", "/mut/y", body=b"0123456789")
+    r = c.read_response()
+    assert r.json()["head"].endswith("x-env: prod\r\nx-tag: a\r\nx-tag: b\r\n\r\n")
+    assert "Content-Length: 10\r\n" in r.json()["head"]
+    c.close()
+
+
+def test_response_mutation_arrives_at_the_client(w):
+    r = req(w, path="/mut/resp")
+    names = [k.lower() for k, _ in r.headers]
+    assert "server" not in names
+    assert [v for k, v in r.headers if k.lower() == "x-frame-options"] == ["DENY"]
+    assert r.header("x-keep") == "kept"
+    assert r.raw_head.startswith(b"HTTP/1.1 200 OK\r\nX-Keep: kept\r\nContent-Type: application/json\r\n"
+                                 b"Content-Length: ")
+    assert r.raw_head.endswith(b"\r\nx-frame-options: DENY\r\n\r\n")
+    assert json.loads(r.body)["head"].startswith("GET /mut/resp HTTP/1.1\r\n")
+    r = req(w, "HEAD", "/mut/resp", head=True)
+    assert r.status == 200 and r.header("x-frame-options") == "DENY" and r.body == b""
+
+
+# ---- upstream choice ---------------------------------------------------------------------------
+
+def backend_of(w, path, headers):
+    r = req(w, path=path, headers=headers)
+    assert r.status == 200, r
+    return r.json()["backend"]
+
+
+def placements(w, path, users, as_cookie=False):
+    out = {}
+    for u in users:
+        hdr = {"Cookie": f"session={u}"} if as_cookie else {"X-User": u}
+        out[u] = backend_of(w, path, hdr)
+    return out
+
+
+def test_ring_hash_is_sticky_spreads_and_moves_few_keys(w):
+    """Envoy's ring keeps its total size (ring_min_size), so each remaining
+    endpoint gets more points when one leaves: the removed endpoint's keys
+    all move, and a minority of the others (about 1/6 here) move between
+    the remaining endpoints; modulo hashing would move 2/3 of them."""
+    users = [f"user-{i}" for i in range(90)]
+    first = placements(w, "/ring/x", users)
+    assert placements(w, "/ring/y", users) == first
+    assert set(first.values()) == {"h1", "h2", "h3"}
+    w.ring_members = ["h1", "h2"]
+    try:
+        reload(w)
+        after = placements(w, "/ring/x", users)
+    finally:
+        w.ring_members = ["h1", "h2", "h3"]
+        reload(w)
+    assert all(after[u] in ("h1", "h2") for u in users)
+    kept = [u for u in users if first[u] != "h3"]
+    moved = sum(after[u] != first[u] for u in kept)
+    assert moved <= len(kept) * 0.3, (moved, len(kept))
+    assert placements(w, "/ring/x", users) == first
+
+
+def test_maglev_is_sticky_and_spreads(w):
+    users = [f"s{i}" for i in range(60)]
+    first = placements(w, "/maglev/x", users, as_cookie=True)
+    assert placements(w, "/maglev/y", users, as_cookie=True) == first
+    assert set(first.values()) == {"h1", "h2", "h3"}
+    w.ring_members = ["h1", "h2"]
+    try:
+        reload(w)
+        after = placements(w, "/maglev/x", users, as_cookie=True)
+    finally:
+        w.ring_members = ["h1", "h2", "h3"]
+        reload(w)
+    kept = [u for u in users if first[u] != "h3"]
+    moved = sum(after[u] != first[u] for u in kept)
+    assert moved <= len(kept) // 5, (moved, len(kept))
+    assert all(after[u] in ("h1", "h2") for u in users)
+
+
+def test_route_timeout_replaces_the_daemon_default(w):
+    t0 = time.time()
+    r = req(w, path="/timeout?delay=2000")
+    assert r.status == 504
+    assert time.time() - t0 < 1.8
+    # the daemon default (5 s) applies to other routes
+    assert route_of(req(w, path="/slow?delay=1000")) == "fallback"
+
+
+def test_connect_retries_try_another_endpoint(w):
+    statuses = [req(w, path=f"/retry/{i}").status for i in range(8)]
+    assert statuses == [200] * 8
+    statuses = [req(w, path=f"/noretry/{i}").status for i in range(8)]
+    assert 502 in statuses and 200 in statuses
+
+
+def test_stats_name_the_rejections(w):
+    rc, out, err = w.env.ctl("stats")
+    assert rc == 0, err
+    assert "ANSWERED BY POLICY" in out
+    st = w.env.stats()
+    for name in ["jwt-hs", "rbac-first", "rl", "direct"]:
+        rej = st["routes"][name]["rejected"]
+        assert set(rej) == {"jwt_missing", "jwt_invalid", "rbac_denied", "rate_limited"}
+    assert st["routes"]["rbac-first"]["rejected"]["rbac_denied"] >= 2
+    assert st["routes"]["direct"]["direct_responses"] >= 3

@@ -236,6 +236,11 @@ __noinline int l7_g_decide(struct l7_scratch *s, __u32 n, struct l7_conn *c,
 		d->reason = L7_R_TOO_BIG;
 		return 0;
 	}
+	/* the tables match raw bytes: only a normal-form path is matched here */
+	if (m->flags & L7_MF_PATH_NOT_NORMAL) {
+		d->reason = L7_R_PATH;
+		return 0;
+	}
 	u = bpf_map_lookup_elem(&l7_conn_user, key);
 	if (c->u_sent != (u ? u->u_done : 0)) {
 		d->reason = L7_R_USER_PENDING;

@@ -66,6 +66,12 @@ enum l7_msg_flags {
 	L7_MF_HTTP10 = 1u << 6,
 	L7_MF_HAS_QUERY = 1u << 7,
 	L7_MF_KEEP_ALIVE = 1u << 8,  /* Connection: keep-alive */
+	/* The path (target up to '?') is not in normal form: it has a
+	 * percent-escape, a backslash, an empty segment ("//") or a dot
+	 * segment ("." or ".."). The kernel matches raw bytes, so such a
+	 * request goes to the slow path, which normalises or rejects it
+	 * (ARCHITECTURE.md, "Path normalisation"). */
+	L7_MF_PATH_NOT_NORMAL = 1u << 9,
 };
 
 #define L7_NONE 0xffffu
@@ -299,7 +305,40 @@ L7_CALLBACK long l7_method_cb(__u32 i, void *ctx)
 	return 0;
 }
 
-/* request-target up to SP: visible ASCII only; first '?' in b.aux */
+/*
+ * Path shape, tracked in b.acc while scanning the path (before any '?'):
+ * bit 0: the previous byte was '/'; bits 1-2: the current segment so far
+ * (0 empty, 1 ".", 2 "..", 3 anything else); bit 3: not normal.
+ */
+#define L7_PS_SLASH 1u
+#define L7_PS_SEG_SHIFT 1
+#define L7_PS_SEG_MASK (3u << L7_PS_SEG_SHIFT)
+#define L7_PS_OTHER (3u << L7_PS_SEG_SHIFT)
+#define L7_PS_BAD 8u
+
+/* the path segment ending here is "." or ".." */
+#define L7_PS_DOT_SEG(acc) \
+	(((acc) & L7_PS_SEG_MASK) == (1u << L7_PS_SEG_SHIFT) || \
+	 ((acc) & L7_PS_SEG_MASK) == (2u << L7_PS_SEG_SHIFT))
+
+L7_INLINE __u32 l7_path_shape_step(__u32 acc, __u8 b)
+{
+	__u32 seg = (acc & L7_PS_SEG_MASK) >> L7_PS_SEG_SHIFT;
+
+	if (b == '/') {
+		if ((acc & L7_PS_SLASH) || L7_PS_DOT_SEG(acc))
+			acc |= L7_PS_BAD;
+		return (acc & L7_PS_BAD) | L7_PS_SLASH;
+	}
+	if (b == '.')
+		return (acc & L7_PS_BAD) | ((seg < 2 ? seg + 1 : 3) << L7_PS_SEG_SHIFT);
+	if (b == '%' || b == '\\')
+		acc |= L7_PS_BAD;
+	return (acc & L7_PS_BAD) | L7_PS_OTHER;
+}
+
+/* request-target up to SP: visible ASCII only; first '?' in b.aux; the
+ * path's shape in b.acc */
 L7_CALLBACK long l7_target_cb(__u32 idx, void *ctx)
 {
 	struct l7_ws *ws = ((struct l7_wsref *)ctx)->ws;
@@ -310,8 +349,10 @@ L7_CALLBACK long l7_target_cb(__u32 idx, void *ctx)
 	if (off >= ws->b.end)
 		return 1;
 	w = l7_wload(ws, off, 'A');
-	if (!(l7_has_byte(w, ' ') | l7_has_byte(w, '?') | l7_has_byte(w, '\t') |
-	      l7_has_byte(w, 0x7f) | (w & L7_HIGHS)))
+	/* the path is scanned byte by byte (its shape); the query only for
+	 * its end and invalid bytes */
+	if (ws->b.aux != L7_NONE &&
+	    !(l7_has_byte(w, ' ') | l7_has_byte(w, '\t') | l7_has_byte(w, 0x7f) | (w & L7_HIGHS)))
 		return 0;
 	L7_UNROLL
 	for (k = 0; k < 8; k++) {
@@ -321,14 +362,23 @@ L7_CALLBACK long l7_target_cb(__u32 idx, void *ctx)
 		if (p >= ws->b.end)
 			return 1;
 		if (b == ' ') {
+			if (ws->b.aux == L7_NONE && L7_PS_DOT_SEG(ws->b.acc))
+				ws->b.acc |= L7_PS_BAD;
 			ws->b.found = p;
 			return 1;
 		}
-		if (b == '?' && ws->b.aux == L7_NONE)
-			ws->b.aux = p;
 		if (b <= 0x20 || b >= 0x7f) {
 			ws->b.bad = 1;
 			return 1;
+		}
+		if (ws->b.aux == L7_NONE) {
+			if (b == '?') {
+				if (L7_PS_DOT_SEG(ws->b.acc))
+					ws->b.acc |= L7_PS_BAD;
+				ws->b.aux = p;
+			} else {
+				ws->b.acc = l7_path_shape_step(ws->b.acc, b);
+			}
 		}
 	}
 	return 0;
@@ -423,6 +473,8 @@ L7_INLINE int l7_parse_request_line(struct l7_ws *ws)
 	} else {
 		m->path_len = m->target_len;
 	}
+	if (ws->b.acc & L7_PS_BAD)
+		m->flags |= L7_MF_PATH_NOT_NORMAL;
 	return l7_parse_version(ws, sp2 + 1, end, 400);
 }
 

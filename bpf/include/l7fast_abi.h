@@ -457,6 +457,7 @@ enum l7_reason {
 	L7_R_REDIRECT,         /* target socket gone */
 	L7_R_USER_PENDING,     /* an earlier request is still in the slow path */
 	L7_R_DISABLED,
+	L7_R_PATH,             /* path not in normal form: the slow path normalises it */
 	L7_R_COUNT,
 };
 

@@ -543,7 +543,8 @@ control::StatsSnapshot Daemon::stats()
         "budget_relay", "scratch_busy", "close_events"};
     static const char* const reason_names[L7_R_COUNT] = {
         "none", "no_conn", "user_mode", "incomplete", "too_big", "parse", "unsupported",
-        "no_route", "route_user", "pool_miss", "pipelined", "redirect", "user_pending", "disabled"};
+        "no_route", "route_user", "pool_miss", "pipelined", "redirect", "user_pending", "disabled",
+        "path_not_normal"};
 
     control::StatsSnapshot out;
     out.generation = generation_;

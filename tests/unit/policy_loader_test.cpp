@@ -646,14 +646,23 @@ const ErrorCase kErrorCases[] = {
     {"path_empty", "[[route]]\nname = \"r\"\ncluster = \"app\"\n[route.match]\npath_exact = \"\"\n",
      "t.toml:11:14: route \"r\".match.path_exact: \"\" must start with '/'"},
     {"path_space", "[[route]]\nname = \"r\"\ncluster = \"app\"\n[route.match]\npath_exact = \"/a b\"\n",
-     "t.toml:11:14: route \"r\".match.path_exact: \"/a b\" contains a space: paths are compared byte for byte as "
-     "sent; percent-encode it (e.g. %20)"},
+     "t.toml:11:14: route \"r\".match.path_exact: \"/a b\" contains a space: percent-encode it (e.g. %20)"},
     {"path_non_ascii", "[[route]]\nname = \"r\"\ncluster = \"app\"\n[route.match]\npath_prefix = \"/caf\xC3\xA9\"\n",
-     "t.toml:11:15: route \"r\".match.path_prefix: \"/caf\xC3\xA9\" contains byte 0xC3: paths are compared byte for "
-     "byte as sent; percent-encode it (e.g. %20)"},
+     "t.toml:11:15: route \"r\".match.path_prefix: \"/caf\xC3\xA9\" contains byte 0xC3: percent-encode it (e.g. "
+     "%20)"},
     {"path_control", "[[route]]\nname = \"r\"\ncluster = \"app\"\n[route.match]\npath_prefix = \"/a\\tb\"\n",
-     "t.toml:11:15: route \"r\".match.path_prefix: \"/a\\x09b\" contains a tab: paths are compared byte for byte as "
-     "sent; percent-encode it (e.g. %20)"},
+     "t.toml:11:15: route \"r\".match.path_prefix: \"/a\\x09b\" contains a tab: percent-encode it (e.g. %20)"},
+    {"path_dot_segment", "[[route]]\nname = \"r\"\ncluster = \"app\"\n[route.match]\npath_prefix = \"/a/../admin\"\n",
+     "t.toml:11:15: route \"r\".match.path_prefix: \"/a/../admin\" is not in normal form (requests are matched "
+     "after percent-decoding of unreserved characters, merging of '/' runs and removal of dot segments): write "
+     "\"/admin\""},
+    {"path_escaped_unreserved", "[[route]]\nname = \"r\"\ncluster = \"app\"\n[route.match]\npath_exact = \"/%61dmin\"\n",
+     "t.toml:11:14: route \"r\".match.path_exact: \"/%61dmin\" is not in normal form (requests are matched "
+     "after percent-decoding of unreserved characters, merging of '/' runs and removal of dot segments): write "
+     "\"/admin\""},
+    {"path_encoded_slash", "[[route]]\nname = \"r\"\ncluster = \"app\"\n[route.match]\npath_exact = \"/a%2Fb\"\n",
+     "t.toml:11:14: route \"r\".match.path_exact: \"/a%2Fb\": encoded slash or backslash in the request path; "
+     "requests with it are rejected with 400, so it can never match"},
     {"path_query", "[[route]]\nname = \"r\"\ncluster = \"app\"\n[route.match]\npath_exact = \"/search?q=1\"\n",
      "t.toml:11:14: route \"r\".match.path_exact: \"/search?q=1\" contains '?': paths are matched without the "
      "query; remove everything from '?'"},

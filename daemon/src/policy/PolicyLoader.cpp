@@ -22,6 +22,7 @@
 #include "auth/JwtKeys.hpp"
 #include "common/Log.hpp"
 #include "l7fast_abi.h"
+#include "policy/PathNormalize.hpp"
 #include "policy/Router.hpp"
 #include "policy/Text.hpp"
 
@@ -304,9 +305,17 @@ std::optional<std::string> check_path(std::string_view p)
         if (c == '#')
             return quote(p) + " contains '#': clients never send a fragment";
         if (c <= 0x20 || c >= 0x7f)
-            return quote(p) + " contains " + byte_text(c) +
-                   ": paths are compared byte for byte as sent; percent-encode it (e.g. %20)";
+            return quote(p) + " contains " + byte_text(c) + ": percent-encode it (e.g. %20)";
     }
+    // requests are matched after normalisation (PathNormalize.hpp): a path
+    // in another form would never match
+    const NormalizedTarget n = normalize_target(p);
+    if (!n.error.empty())
+        return quote(p) + ": " + n.error + "; requests with it are rejected with 400, so it can never match";
+    if (n.target != p)
+        return quote(p) + " is not in normal form (requests are matched after percent-decoding of unreserved "
+                          "characters, merging of '/' runs and removal of dot segments): write " +
+               quote(n.target);
     return std::nullopt;
 }
 

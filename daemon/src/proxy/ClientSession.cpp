@@ -10,6 +10,7 @@
 #include "common/Log.hpp"
 #include "dataplane/Dataplane.hpp"
 #include "policy/Mutation.hpp"
+#include "policy/PathNormalize.hpp"
 #include "policy/Router.hpp"
 #include "proxy/Pipeline.hpp"
 #include "proxy/ProxyServer.hpp"
@@ -512,6 +513,26 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
         policy::RequestView view;
         view.method = std::string_view(head.data(), std::min<size_t>(head.size(), std::string_view(head.data(), head.size()).find(' ')));
         view.target = std::string_view(head.data() + m.target_off, m.target_len);
+        // A path not in normal form is matched and forwarded normalised
+        // (the kernel never takes it: L7_MF_PATH_NOT_NORMAL).
+        std::string normal_head;
+        policy::NormalizedTarget normal;
+        if (m.flags & L7_MF_PATH_NOT_NORMAL) {
+            normal = policy::normalize_target(view.target);
+            if (!normal.error.empty()) {
+                log::debug(dataplane::to_string(key_), ": ", normal.error, ": 400");
+                co_await respond(400, normal.error + "\n", true);
+                break;
+            }
+            normal_head.reserve(head.size() + normal.target.size());
+            normal_head.append(head.data(), m.target_off);
+            normal_head.append(normal.target);
+            normal_head.append(head.data() + m.target_off + m.target_len,
+                               head.size() - m.target_off - m.target_len);
+            view.target = normal.target;
+        }
+        const std::string_view head_in =
+            normal_head.empty() ? std::string_view(head.data(), head.size()) : std::string_view(normal_head);
         view.headers = fields;
         view.listener = static_cast<uint32_t>(rt->policy().listeners.size());
         for (size_t i = 0; i < rt->policy().listeners.size(); i++)
@@ -578,7 +599,7 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
         inputs.active = [&](uint32_t e) { return e < pools.size() ? server_.active_requests(pools[e]) : 0u; };
         const std::optional<size_t> first = choose_endpoint(*rt, cluster_index, view, verdict.claims, inputs);
         const UpstreamHead upstream_head =
-            first ? upstream_request_head(*rt, ri, {head.data(), head.size()}, verdict.claims) : UpstreamHead{};
+            first ? upstream_request_head(*rt, ri, head_in, verdict.claims) : UpstreamHead{};
         if (!first || !upstream_head.ok) {
             const bool must_close = close || m.body_kind != L7_BODY_NONE;
             const int code = first ? 400 : 503;
@@ -632,7 +653,8 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
         // the response
         const ExchangeTimeout timeout = ExchangeTimeout::whole(route.timeout.value_or(d.request_timeout));
         std::string_view head_out = upstream_head.rewritten ? std::string_view(upstream_head.bytes)
-                                                            : std::string_view(in_.data(), m.hdr_len);
+                                    : normal_head.empty()   ? std::string_view(in_.data(), m.hdr_len)
+                                                            : std::string_view(normal_head);
         error_code wec;
         co_await asio::async_write(up->socket(), asio::buffer(head_out.data(), head_out.size()),
                                    asio::redirect_error(use_awaitable, wec));

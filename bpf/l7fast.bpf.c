@@ -597,6 +597,21 @@ static __always_inline int l7_resp_over_budget(struct l7_slot *slot, __u32 size)
 	return 1;
 }
 
+/*
+ * The client's connection went to user mode while its response is in flight
+ * (it pipelined a request the slow path now answers): the rest of the
+ * response is relayed through the daemon, which then writes its own answer
+ * behind it. Redirected bytes could overtake it otherwise: the program marks
+ * the response complete before the kernel delivers the redirect, which for
+ * SK_SKB happens later, in the psock backlog worker.
+ */
+static __always_inline int l7_client_in_user_mode(const struct l7_slot *slot)
+{
+	struct l7_conn *c = bpf_map_lookup_elem(&l7_conns, &slot->client);
+
+	return c && c->mode == L7_MODE_USER;
+}
+
 /* The busy slot of a pooled connection; *id is its slot (L7_NO_SLOT when
  * the connection is not pooled) even when the slot is not busy. */
 static __always_inline struct l7_slot *l7_slot_of(const struct l7_conn_key *k, __u32 *id)
@@ -629,7 +644,7 @@ int l7_resp_msg(struct sk_msg_md *msg)
 	slot = l7_slot_of(&key, &id);
 	if (!slot)
 		return id == L7_NO_SLOT ? SK_PASS : l7_msg_pass(msg, &l7_sk_backend, &id);
-	if (l7_resp_over_budget(slot, size)) {
+	if (l7_resp_over_budget(slot, size) || l7_client_in_user_mode(slot)) {
 		l7_relay(slot, id);
 		return l7_msg_pass(msg, &l7_sk_backend, &id);
 	}
@@ -680,6 +695,10 @@ int l7_resp_skb(struct __sk_buff *skb)
 	slot = l7_slot_of(&key, &id);
 	if (!slot)
 		return SK_PASS;
+	if (l7_client_in_user_mode(slot)) {
+		l7_relay(slot, id);
+		return SK_PASS;
+	}
 	cfg = l7_cfg();
 	if (slot->resp.phase == L7_RESP_START)
 		s = l7_scratch_get();

@@ -586,6 +586,20 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
             continue;
         }
 
+        // A chunked body whose framing is already wrong in the bytes that
+        // came with the head is refused before anything is forwarded (a
+        // framing error in bytes that arrive later aborts the upstream
+        // exchange mid-body: the upstream never sees a complete request).
+        if (m.body_kind == L7_BODY_CHUNKED && in_len_ > m.hdr_len) {
+            BodyFramer probe(m.body_kind, m.content_length);
+            if (probe.feed({in_.data() + m.hdr_len, in_len_ - m.hdr_len}) < 0) {
+                uint64_t n = co_await respond(400, "malformed chunked body\n", true);
+                rc.add_response(400, n, since());
+                why = "malformed chunked body";
+                break;
+            }
+        }
+
         // forward: a cluster, an endpoint, other endpoints after a connect failure
         const auto& route_clusters = rt->route_clusters[ri];
         const size_t ci = policy::Router::choose_cluster(route, random_u32()).value_or(0);

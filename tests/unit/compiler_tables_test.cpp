@@ -614,6 +614,19 @@ TEST(CompilerTables, FeaturesWithoutKernelSupportGoToUserSpace)
         EXPECT_NE(t.placement[0].reason.find(what), std::string::npos)
             << what << ": " << t.placement[0].reason;
     }
+    // a path_regex route admits every path in the tables (a superset), even
+    // when its pattern's length is a prefix length of the policy: compiled
+    // as a literal prefix, "/a.*" would hide the route from "/abc" and let
+    // a later kernel route take requests that are the regex route's
+    {
+        const Policy p = load(route_block("re", "path_regex = \"/a.*\"") + route_block("p", "path_prefix = \"/api\""));
+        ASSERT_EQ(p.routes.size(), 2u);
+        PoolIds pools;
+        const CompiledTables t = compile_policy(p, pools);
+        EXPECT_FALSE(t.placement[0].kernel);
+        EXPECT_TRUE(bits(t.bitmaps[L7_BMI_PATH_ANY]).count(0));
+        EXPECT_EQ(t.placement[0].reason, "path_regex runs in user space");
+    }
     // an absence condition must not be compiled as "present"
     Policy p = base;
     p.routes[0].match.headers.push_back({"x-a", HeaderCondition::Kind::Absent, ""});

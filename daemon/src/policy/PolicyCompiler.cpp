@@ -251,6 +251,8 @@ private:
     {
         if (m.path_kind == PathMatch::Any || (m.path_kind == PathMatch::Prefix && m.path.empty()))
             return;  // an empty prefix admits every path: "any" is exact
+        if (m.path_kind == PathMatch::Regex)
+            return;  // "any" (a superset); the pattern is not a literal prefix
         if (m.path.size() > L7_MAX_MATCH_STR) {
             s.reasons.add("path longer than " + std::to_string(L7_MAX_MATCH_STR) + " bytes");
             return;

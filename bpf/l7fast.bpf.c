@@ -24,6 +24,7 @@
 #include "lib/conn.h"
 #include "lib/frame.h"
 #include "lib/match.h"
+#include "lib/rbac.h"
 #include "lib/select.h"
 
 /* Load-time specialisation, set by the daemon through the skeleton. */
@@ -265,6 +266,12 @@ __noinline int l7_g_decide(struct l7_scratch *s, __u32 n, struct l7_conn *c,
 	d->stats_id = r->stats_id;
 	if (!(r->flags & L7_RF_KERNEL)) {
 		d->reason = L7_R_ROUTE_USER;
+		return 0;
+	}
+	/* denied (or undecidable): the slow path sends the route's denial */
+	if ((r->flags & L7_RF_RBAC) &&
+	    l7_g_rbac(s, cfg, gen, r->flags, r->rule_first | ((__u32)r->rule_count << 16)) != 1) {
+		d->reason = L7_R_RBAC_DENY;
 		return 0;
 	}
 	pool = l7_pick_pool(r, gen);

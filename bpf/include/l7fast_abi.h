@@ -25,7 +25,7 @@
 
 /* Bump whenever a map's layout or meaning changes: a daemon never adopts
  * pinned maps of another ABI version (it starts clean instead). */
-#define L7_ABI_VERSION 3
+#define L7_ABI_VERSION 4
 
 /* Sizes of the tables. Route sets are bitmaps of L7_MAX_ROUTES bits. */
 #define L7_GENS 2
@@ -295,6 +295,8 @@ struct l7_gen_meta {
 enum l7_gen_meta_flags {
 	L7_GMF_HOST = 1u << 0, /* some route has a host condition */
 	L7_GMF_PATH = 1u << 1, /* some route has a path condition */
+	L7_GMF_RULE_HOST = 1u << 2, /* some kernel RBAC rule has a host condition */
+	L7_GMF_RULE_PATH = 1u << 3, /* some kernel RBAC rule has a path condition */
 };
 
 enum l7_config_flags {
@@ -458,6 +460,7 @@ enum l7_reason {
 	L7_R_USER_PENDING,     /* an earlier request is still in the slow path */
 	L7_R_DISABLED,
 	L7_R_PATH,             /* path not in normal form: the slow path normalises it */
+	L7_R_RBAC_DENY,        /* a kernel route's RBAC rules deny: the slow path answers */
 	L7_R_COUNT,
 };
 

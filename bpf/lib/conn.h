@@ -105,6 +105,13 @@ struct l7_match_state {
 	__u32 path_off;
 	__u32 path_len;
 	__u32 dup;
+	__u32 space;     /* L7_SPACE_ROUTES or L7_SPACE_RULES (bpf/lib/rbac.h) */
+	/* rules pass (bpf/lib/rbac.h): the route's rule range and what holds */
+	__u32 rule_lo;
+	__u32 rule_hi;
+	__u32 found;
+	__u32 first_deny;
+	__u32 any_deny;
 };
 
 /* Body framer cursor (message offsets), also kept out of the verifier's

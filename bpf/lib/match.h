@@ -15,11 +15,16 @@
 
 #include "conn.h"
 
-static __always_inline struct l7_bitmap *l7_bm(__u32 gen, __u32 idx)
+static __always_inline struct l7_bitmap *l7_bm_in(__u32 gen, __u32 space, __u32 idx)
 {
-	__u32 k = L7_BMI_INDEX(gen, L7_SPACE_ROUTES, idx);
+	__u32 k = L7_BMI_INDEX(gen, space, idx);
 
 	return bpf_map_lookup_elem(&l7_bitmaps, &k);
+}
+
+static __always_inline struct l7_bitmap *l7_bm(__u32 gen, __u32 idx)
+{
+	return l7_bm_in(gen, L7_SPACE_ROUTES, idx);
 }
 
 static __always_inline void l7_bm_copy(struct l7_bitmap *d, const struct l7_bitmap *s)
@@ -71,10 +76,12 @@ static __always_inline int l7_bm_first(const struct l7_bitmap *b)
  * Looks up a string condition and ORs the routes it admits into s->tmp;
  * returns 1 if it matched. Global, so it is verified once: `spec` packs the
  * match kind (bits 0-7), whether to lower-case (bit 8), the generation
- * (bit 9) and the kind's aux value (bits 16-31).
+ * (bit 9), the bitmap space (bit 10) and the kind's aux value (bits 16-31).
  */
-#define L7_SPEC(kind, lower, gen, aux) \
-	((__u32)(kind) | ((__u32)(lower) << 8) | ((__u32)((gen) & 1) << 9) | ((__u32)(aux) << 16))
+#define L7_SPEC_SP(kind, lower, gen, space, aux)                                      \
+	((__u32)(kind) | ((__u32)(lower) << 8) | ((__u32)((gen) & 1) << 9) |        \
+	 ((__u32)((space) & 1) << 10) | ((__u32)(aux) << 16))
+#define L7_SPEC(kind, lower, gen, aux) L7_SPEC_SP(kind, lower, gen, L7_SPACE_ROUTES, aux)
 
 __noinline int l7_g_or_str(struct l7_scratch *s, __u32 spec, __u32 off, __u32 len, __u64 seed)
 {
@@ -91,6 +98,7 @@ __noinline int l7_g_or_str(struct l7_scratch *s, __u32 spec, __u32 off, __u32 le
 	k.kind = spec & 0xff;
 	k.aux = (__u16)(spec >> 16);
 	k.gen = (spec >> 9) & 1;
+	k.space = (spec >> 10) & 1;
 	v = bpf_map_lookup_elem(&l7_match, &k);
 	if (!v || v->len != len || !l7_window_eq(&w, off, len, v->str, lower))
 		return 0;
@@ -115,8 +123,8 @@ L7_CALLBACK long l7_prefix_cb(__u32 i, void *ctx)
 	len = meta->prefix_lens[L7_IDX(i, L7_MAX_PREFIX_LENS - 1)];
 	if (len > m->s->ms.path_len)
 		return 1; /* ascending */
-	l7_g_or_str(m->s, L7_SPEC(L7_MK_PATH_PREFIX, 0, m->s->ms.gen, len), m->s->ms.path_off, len,
-		    m->s->ms.seed);
+	l7_g_or_str(m->s, L7_SPEC_SP(L7_MK_PATH_PREFIX, 0, m->s->ms.gen, m->s->ms.space, len),
+		    m->s->ms.path_off, len, m->s->ms.seed);
 	return 0;
 }
 
@@ -182,7 +190,7 @@ L7_CALLBACK long l7_hdr_match_cb(__u32 j, void *ctx)
 
 	if (j >= L7_MAX_MATCH_HDRS || j >= meta->n_match_hdrs)
 		return 1;
-	b = l7_bm(s->ms.gen, L7_BMI_HDR_ANY(j));
+	b = l7_bm_in(s->ms.gen, s->ms.space, L7_BMI_HDR_ANY(j));
 	if (!b)
 		return 1;
 	l7_bm_copy(&s->tmp, b);
@@ -190,11 +198,11 @@ L7_CALLBACK long l7_hdr_match_cb(__u32 j, void *ctx)
 	if (hi != L7_NONE) {
 		const struct l7_hdr *h = &s->ws.msg.hdr[L7_IDX(hi, L7_MAX_HEADERS - 1)];
 
-		b = l7_bm(s->ms.gen, L7_BMI_HDR_PRESENT(j));
+		b = l7_bm_in(s->ms.gen, s->ms.space, L7_BMI_HDR_PRESENT(j));
 		if (b)
 			l7_bm_or(&s->tmp, b);
-		l7_g_or_str(s, L7_SPEC(L7_MK_HDR_EXACT, 0, s->ms.gen, j), h->val_off, h->val_len,
-			    s->ms.seed);
+		l7_g_or_str(s, L7_SPEC_SP(L7_MK_HDR_EXACT, 0, s->ms.gen, s->ms.space, j), h->val_off,
+			    h->val_len, s->ms.seed);
 	}
 	l7_bm_and(&s->acc, &s->tmp);
 	return 0;
@@ -216,6 +224,7 @@ static __always_inline int l7_match_route(struct l7_scratch *s, struct l7_config
 	m.s = s;
 	m.meta = meta;
 	s->ms.gen = gen;
+	s->ms.space = L7_SPACE_ROUTES;
 	s->ms.seed = meta->seed;
 	s->ms.path_off = s->ws.msg.target_off;
 	s->ms.path_len = s->ws.msg.path_len;

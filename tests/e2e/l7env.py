@@ -35,7 +35,7 @@ COUNTERS = ["requests_kernel", "requests_user", "responses_kernel", "responses_r
             "budget_relay", "scratch_busy", "close_events"]
 REASONS = ["none", "no_conn", "user_mode", "incomplete", "too_big", "parse", "unsupported",
            "no_route", "route_user", "pool_miss", "pipelined", "redirect", "user_pending",
-           "disabled", "path_not_normal"]
+           "disabled", "path_not_normal", "rbac_deny"]
 
 
 def skip_reason():

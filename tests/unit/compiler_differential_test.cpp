@@ -3,11 +3,14 @@
 // bpf/lib/select.h) use them, against Router on generated policies and
 // requests. Whenever the emulated kernel acts on a route itself, it must be
 // Router's route; when it finds no route, Router must find none; a hand-off
-// to the slow path may go anywhere (the slow path asks Router).
+// to the slow path may go anywhere (the slow path asks Router). RBAC rules
+// of kernel routes (bpf/lib/rbac.h) are evaluated the same way: whenever the
+// kernel's rules pass allows or denies, policy/Rbac's evaluate() must agree.
 #include <gtest/gtest.h>
 
 #include <sys/socket.h>
 
+#include <array>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -19,6 +22,7 @@
 
 #include "policy/KernelHash.hpp"
 #include "policy/PolicyCompiler.hpp"
+#include "policy/Rbac.hpp"
 #include "policy/Router.hpp"
 
 using namespace l7fast::policy;
@@ -126,7 +130,12 @@ uint64_t kernel_window_hash(const std::string& w, uint32_t off, uint32_t len, ui
     return kernel::window_hash(w, off, len, seed, lower);
 }
 
-enum class Verdict { Kernel, NoRoute, SlowPath };
+enum class Verdict {
+    Kernel,    // forwarded by the kernel (RBAC, if any, allowed it)
+    NoRoute,
+    SlowPath,
+    RbacDeny,  // the kernel's rules pass denied: the slow path answers
+};
 
 struct Decision {
     Verdict verdict;
@@ -140,7 +149,8 @@ public:
     {
         for (const auto& [k, v] : t.strings) {
             EXPECT_EQ(k.gen, 0u);
-            const bool fresh = strings_.emplace(std::tuple{k.hash, k.kind, k.aux}, &v).second;
+            EXPECT_LE(k.space, 1u);
+            const bool fresh = strings_.emplace(std::tuple{k.hash, k.kind, k.aux, k.space}, &v).second;
             EXPECT_TRUE(fresh) << "two l7_match entries with one key: one would overwrite the other";
         }
     }
@@ -150,13 +160,18 @@ public:
     {
         if (rq.method == L7_M_CONNECT)
             return {Verdict::SlowPath, -1, "CONNECT"};
-        const int r = match(rq, listener_id);
+        HdrVal hdr_val;
+        const int r = match(rq, listener_id, hdr_val);
         if (r == -2)
             return {Verdict::SlowPath, -1, "a match header appears twice"};
         if (r < 0 || r >= static_cast<int>(t_.routes.size()) || !(t_.routes[r].flags & L7_RF_VALID))
             return {Verdict::NoRoute, r, ""};
-        if (!(t_.routes[r].flags & L7_RF_KERNEL))
+        const l7_route& route = t_.routes[r];
+        if (!(route.flags & L7_RF_KERNEL))
             return {Verdict::SlowPath, r, "route placed in user space"};
+        if ((route.flags & L7_RF_RBAC) &&
+            rbac(rq, hdr_val, route.flags, route.rule_first | (uint32_t{route.rule_count} << 16)) != 1)
+            return {Verdict::RbacDeny, r, "RBAC denied"};
         return {Verdict::Kernel, r, ""};
     }
 
@@ -200,8 +215,13 @@ public:
 
 private:
     using Bitmap = l7_bitmap;
+    using HdrVal = std::array<uint16_t, L7_MAX_MATCH_HDRS>;
 
     const Bitmap& bm(uint32_t idx) const { return t_.bitmaps.at(idx); }
+    const Bitmap& bm_in(uint32_t space, uint32_t idx) const
+    {
+        return space == L7_SPACE_RULES ? t_.rule_bitmaps.at(idx) : t_.bitmaps.at(idx);
+    }
     static void bm_and(Bitmap& d, const Bitmap& s)
     {
         for (int i = 0; i < L7_BM_WORDS; i++)
@@ -222,12 +242,12 @@ private:
 
     // l7_g_or_str
     void or_str(Bitmap& tmp, const ParsedRequest& rq, l7_match_kind kind, bool lower, uint16_t aux, uint32_t off,
-                uint32_t len) const
+                uint32_t len, uint16_t space = L7_SPACE_ROUTES) const
     {
         if (len > L7_MAX_MATCH_STR)
             return;
         const uint64_t h = hash_(rq.window, off, len, t_.meta.seed, lower);
-        auto it = strings_.find({h, static_cast<uint16_t>(kind), aux});
+        auto it = strings_.find({h, static_cast<uint16_t>(kind), aux, space});
         if (it == strings_.end())
             return;
         const l7_match_val& v = *it->second;
@@ -249,7 +269,7 @@ private:
     }
 
     // l7_match_route
-    int match(const ParsedRequest& rq, uint32_t listener_id) const
+    int match(const ParsedRequest& rq, uint32_t listener_id, HdrVal& hdr_val) const
     {
         const l7_gen_meta& meta = t_.meta;
         Bitmap acc = bm(L7_BMI_LISTENER(listener_id & (L7_MAX_LISTENERS - 1)));
@@ -272,9 +292,8 @@ private:
             }
             bm_and(acc, tmp);
         }
+        std::fill(std::begin(hdr_val), std::end(hdr_val), kNone);
         if (meta.n_match_hdrs) {
-            uint16_t hdr_val[L7_MAX_MATCH_HDRS];
-            std::fill(std::begin(hdr_val), std::end(hdr_val), kNone);
             bool dup = false;
             for (uint32_t i = 0; i < rq.hdrs.size() && i < L7_MAX_HEADERS; i++) {
                 const ParsedHeader& h = rq.hdrs[i];
@@ -302,9 +321,79 @@ private:
         return bm_first(acc);
     }
 
+    // l7_range_mask (bpf/lib/rbac.h)
+    static uint64_t range_mask(uint32_t i, uint32_t lo, uint32_t hi)
+    {
+        const uint32_t wlo = i * 64, whi = wlo + 64;
+        uint64_t m = ~0ULL;
+        if (hi <= wlo || lo >= whi)
+            return 0;
+        if (lo > wlo)
+            m &= ~0ULL << (lo - wlo);
+        if (hi < whi)
+            m &= ~0ULL >> (whi - hi);
+        return m;
+    }
+
+    // l7_g_rbac: 1 allowed, 0 denied, -1 tables unusable
+    int rbac(const ParsedRequest& rq, const HdrVal& hdr_val, uint32_t flags, uint32_t rules) const
+    {
+        const l7_gen_meta& meta = t_.meta;
+        const uint32_t lo = rules & 0xffff, hi = lo + (rules >> 16);
+        if (hi > L7_MAX_RULES)
+            return -1;
+        Bitmap acc = bm_in(L7_SPACE_RULES, L7_BMI_METHOD(rq.method < L7_M_COUNT ? rq.method : uint16_t{L7_M_OTHER}));
+        if (meta.flags & L7_GMF_RULE_HOST) {
+            Bitmap tmp = bm_in(L7_SPACE_RULES, L7_BMI_HOST_ANY);
+            if (rq.host_idx != kNone)
+                or_str(tmp, rq, L7_MK_HOST_EXACT, true, 0, rq.hdrs[rq.host_idx].val_off, rq.host_len, L7_SPACE_RULES);
+            bm_and(acc, tmp);
+        }
+        if (meta.flags & L7_GMF_RULE_PATH) {
+            Bitmap tmp = bm_in(L7_SPACE_RULES, L7_BMI_PATH_ANY);
+            or_str(tmp, rq, L7_MK_PATH_EXACT, false, 0, rq.path_off, rq.path_len, L7_SPACE_RULES);
+            for (uint32_t i = 0; i < L7_MAX_PREFIX_LENS && i < meta.n_prefix_lens; i++) {
+                const uint32_t len = meta.prefix_lens[i];
+                if (len > rq.path_len)
+                    break;
+                or_str(tmp, rq, L7_MK_PATH_PREFIX, false, static_cast<uint16_t>(len), rq.path_off, len,
+                       L7_SPACE_RULES);
+            }
+            bm_and(acc, tmp);
+        }
+        for (uint32_t j = 0; j < L7_MAX_MATCH_HDRS && j < meta.n_match_hdrs; j++) {
+            Bitmap tmp = bm_in(L7_SPACE_RULES, L7_BMI_HDR_ANY(j));
+            if (hdr_val[j] != kNone) {
+                const ParsedHeader& h = rq.hdrs[hdr_val[j]];
+                bm_or(tmp, bm_in(L7_SPACE_RULES, L7_BMI_HDR_PRESENT(j)));
+                or_str(tmp, rq, L7_MK_HDR_EXACT, false, static_cast<uint16_t>(j), h.val_off, h.val_len,
+                       L7_SPACE_RULES);
+            }
+            bm_and(acc, tmp);
+        }
+        const Bitmap& deny = bm_in(L7_SPACE_RULES, L7_BMI_DENY);
+        bool found = false, first_deny = false, any_deny = false;
+        for (uint32_t i = 0; i < L7_BM_WORDS; i++) {
+            const uint64_t hit = acc.w[i] & range_mask(i, lo, hi);
+            if (!hit)
+                continue;
+            if (hit & deny.w[i])
+                any_deny = true;
+            if (!found) {
+                found = true;
+                first_deny = (hit & (~hit + 1) & deny.w[i]) != 0;
+            }
+        }
+        if (!found)
+            return !(flags & L7_RF_RBAC_DEFAULT_DENY);
+        if (flags & L7_RF_RBAC_DENY_OVERRIDES)
+            return !any_deny;
+        return !first_deny;
+    }
+
     const CompiledTables& t_;
     WindowHashFn hash_;
-    std::map<std::tuple<uint64_t, uint16_t, uint16_t>, const l7_match_val*> strings_;
+    std::map<std::tuple<uint64_t, uint16_t, uint16_t, uint16_t>, const l7_match_val*> strings_;
 };
 
 // ---- generators -------------------------------------------------------------------
@@ -333,6 +422,7 @@ public:
         bool many_header_names = false;
         double exhausted_pools = 0;
         bool unique_paths = false;  // every route matches one path of its own
+        double rbac = 0;            // share of routes with RBAC rules
     };
 
     Policy policy(const Shape& shape)
@@ -366,8 +456,12 @@ public:
         rq.target = pick(kPaths) + pick(kSuffixes);
         if (chance(0.8))
             rq.headers.push_back({random_case("host"), request_host_value(pick(kHosts))});
-        if (!p.routes.empty() && chance(0.7))
-            aim_at(p.routes[below(p.routes.size())], p, rq);
+        if (!p.routes.empty() && chance(0.7)) {
+            const Route& target = p.routes[below(p.routes.size())];
+            aim_at(target, p, rq);
+            if (target.rbac && !target.rbac->rules.empty() && chance(0.7))
+                aim_at_rule(target.rbac->rules[below(target.rbac->rules.size())].when, rq);
+        }
         const uint32_t extra = below(4);
         for (uint32_t i = 0; i < extra; i++)
             rq.headers.push_back({random_case(pick(header_names_)), pick(kValues)});
@@ -444,6 +538,8 @@ private:
             }
         }
         r.offload = !chance(0.1);
+        if (shape.rbac > 0 && chance(shape.rbac))
+            r.rbac = rbac(r);
         const uint32_t targets = chance(0.05) ? 9 : chance(0.3) ? 2 + below(2) : 1;
         for (uint32_t i = 0; i < targets; i++) {
             const std::string& name = p.clusters[below(p.clusters.size())].name;
@@ -452,6 +548,85 @@ private:
         }
         r.clusters[0].weight += r.clusters.size() > 1 ? 1 : 0;
         return r;
+    }
+
+    // Rules with the conditions the kernel evaluates, now and then one it
+    // does not (the route then goes to user space).
+    Rbac rbac(const Route& r)
+    {
+        Rbac rb;
+        rb.mode = chance(0.5) ? Rbac::Mode::FirstMatch : Rbac::Mode::DenyOverrides;
+        rb.default_action = chance(0.5) ? RbacRule::Action::Allow : RbacRule::Action::Deny;
+        const uint32_t n = below(6);
+        for (uint32_t i = 0; i < n; i++) {
+            RbacRule rule;
+            rule.name = "k" + std::to_string(i);
+            rule.action = chance(0.5) ? RbacRule::Action::Allow : RbacRule::Action::Deny;
+            RouteMatch& m = rule.when;
+            if (chance(0.4)) {
+                const uint32_t k = 1 + below(2);
+                for (uint32_t j = 0; j < k; j++) {
+                    const std::string& x = chance(0.9) ? pick(kRuleMethods) : pick(kRouteMethods);
+                    if (std::find(m.methods.begin(), m.methods.end(), x) == m.methods.end())
+                        m.methods.push_back(x);
+                }
+            }
+            if (chance(0.5)) {
+                const std::string base = r.match.path_kind == PathMatch::Any ? pick(kPrefixes) : r.match.path;
+                if (chance(0.4)) {
+                    m.path_kind = PathMatch::Exact;
+                    m.path = chance(0.5) ? pick(kPaths) : base + pick(kSuffixes);
+                } else {
+                    m.path_kind = PathMatch::Prefix;
+                    m.path = chance(0.5) ? pick(kPrefixes) : base + pick(kSuffixes);
+                }
+                if (m.path.find('?') != std::string::npos)
+                    m.path = m.path.substr(0, m.path.find('?'));
+                if (m.path.empty() || m.path[0] != '/')
+                    m.path = "/" + m.path;
+            }
+            if (chance(0.4)) {
+                const uint32_t k = 1 + below(2);
+                for (uint32_t j = 0; j < k; j++) {
+                    HeaderCondition c;
+                    c.name = to_lower(chance(0.5) ? pick(kRuleHeaders) : pick(header_names_));
+                    if (std::find(header_names_.begin(), header_names_.end(), c.name) == header_names_.end())
+                        header_names_.push_back(c.name);
+                    c.kind = chance(0.5) ? HeaderCondition::Kind::Present : HeaderCondition::Kind::Exact;
+                    if (c.kind == HeaderCondition::Kind::Exact)
+                        c.value = pick(kValues);
+                    m.headers.push_back(c);
+                }
+            }
+            if (chance(0.04))
+                m.headers.push_back({"x-role", HeaderCondition::Kind::Absent, ""});
+            if (chance(0.03)) {
+                std::string why;
+                m.sources.push_back(*Cidr::parse("10.0.0.0/8", &why));
+            }
+            if (chance(0.03))
+                m.query.push_back({"q", QueryCondition::Kind::Present, ""});
+            rb.rules.push_back(std::move(rule));
+        }
+        return rb;
+    }
+
+    // Makes the request satisfy (most of) a rule's conditions.
+    void aim_at_rule(const RouteMatch& m, Request& rq)
+    {
+        if (!m.methods.empty() && chance(0.9))
+            rq.method = pick(m.methods);
+        if (m.path_kind != PathMatch::Any && chance(0.9))
+            rq.target = m.path + (m.path_kind == PathMatch::Prefix ? pick(kSuffixes) : "") +
+                        (chance(0.3) ? "?q=" + std::to_string(below(10)) : "");
+        for (const HeaderCondition& c : m.headers) {
+            if (c.kind == HeaderCondition::Kind::Absent || !chance(0.9))
+                continue;
+            rq.headers.erase(std::remove_if(rq.headers.begin(), rq.headers.end(),
+                                            [&](const auto& h) { return to_lower(h.first) == c.name; }),
+                             rq.headers.end());
+            rq.headers.push_back({random_case(c.name), c.kind == HeaderCondition::Kind::Exact ? c.value : pick(kValues)});
+        }
     }
 
     // Makes the request satisfy (most of) a route's conditions.
@@ -508,6 +683,8 @@ private:
                                                            "/api/v1/", "/static/", "/" + std::string(300, 'y')};
     inline static const std::vector<std::string> kSuffixes{"", "", "/", "x", "/v1/users", "?q=1", "?", "1/x"};
     inline static const std::vector<std::string> kMatchNames{"x-a", "x-b", "X-C", "accept", "x-" + std::string(63, 'n')};
+    inline static const std::vector<std::string> kRuleMethods{"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS"};
+    inline static const std::vector<std::string> kRuleHeaders{"x-role", "x-user", "X-Block", "x-a"};
     inline static const std::vector<std::string> kValues{"1", "2", "", "a, b", "a", "b", std::string(300, 'v')};
 
     std::mt19937_64 rng_;
@@ -538,8 +715,31 @@ std::string describe(const Policy& p, const CompiledTables& t, size_t focus)
     return os.str();
 }
 
+std::string describe_rbac(const Rbac& rb)
+{
+    std::ostringstream os;
+    os << "  mode " << (rb.mode == Rbac::Mode::FirstMatch ? "first_match" : "deny_overrides") << ", default "
+       << (rb.default_action == RbacRule::Action::Allow ? "allow" : "deny") << "\n";
+    for (const RbacRule& rule : rb.rules) {
+        const RouteMatch& m = rule.when;
+        os << "  " << rule.name << " " << (rule.action == RbacRule::Action::Allow ? "allow" : "deny");
+        for (const auto& x : m.methods)
+            os << " method=" << x;
+        if (m.path_kind != PathMatch::Any)
+            os << (m.path_kind == PathMatch::Exact ? " path_exact=" : " path_prefix=") << m.path.substr(0, 40);
+        for (const auto& h : m.headers)
+            os << " hdr " << h.name.substr(0, 20)
+               << (h.kind == HeaderCondition::Kind::Present ? " present"
+                   : h.kind == HeaderCondition::Kind::Absent ? " absent"
+                                                              : " = \"" + h.value.substr(0, 20) + "\"");
+        os << "\n";
+    }
+    return os.str();
+}
+
 struct Tally {
     size_t kernel = 0, no_route = 0, slow = 0;
+    size_t rbac_allowed = 0, rbac_denied = 0;  // kernel RBAC decisions
     size_t slow_beyond_kernel_routes = 0;  // slow path, Router picks a route the kernel has no bit for
 };
 
@@ -570,16 +770,37 @@ bool check_policy(const Policy& policy, const CompiledTables& t, const WindowHas
                 return false;
             }
             break;
+        case Verdict::RbacDeny:
         case Verdict::Kernel: {
-            tally.kernel++;
+            if (d.verdict == Verdict::Kernel)
+                tally.kernel++;
+            else
+                tally.slow++;
             if (!expected || static_cast<int>(*expected) != d.route) {
                 ADD_FAILURE() << "kernel: route " << d.route << "; Router: "
                               << (expected ? "route " + std::to_string(*expected) : "no route") << "\nrequest "
                               << rq.str() << "policy near it:\n" << describe(policy, t, d.route);
                 return false;
             }
-            // the same upstream for the same random draws
             const Route& route = policy.routes[d.route];
+            if (route.rbac) {
+                const RbacDecision ref = evaluate(*route.rbac, {rq.method, rq.target, fields, rq.listener}, nullptr);
+                const bool kernel_allows = d.verdict == Verdict::Kernel;
+                (kernel_allows ? tally.rbac_allowed : tally.rbac_denied)++;
+                if (ref.allowed != kernel_allows) {
+                    ADD_FAILURE() << "route " << d.route << ": kernel RBAC " << (kernel_allows ? "allows" : "denies")
+                                  << ", Rbac::evaluate " << (ref.allowed ? "allows" : "denies") << " (rule "
+                                  << ref.rule << ")\nrequest " << rq.str() << "rules:\n"
+                                  << describe_rbac(*route.rbac);
+                    return false;
+                }
+            } else if (d.verdict == Verdict::RbacDeny) {
+                ADD_FAILURE() << "route " << d.route << " has no RBAC but the kernel denied";
+                return false;
+            }
+            if (d.verdict == Verdict::RbacDeny)
+                break;
+            // the same upstream for the same random draws
             for (int draw = 0; draw < 4; draw++) {
                 const uint32_t r1 = gen.u32(), r2 = gen.u32();
                 const uint64_t rr = gen.u32();
@@ -644,10 +865,15 @@ void run(const char* label, uint64_t seed, size_t policies, size_t requests, Gen
             return;
         }
     }
-    std::printf("%s: %zu requests: %zu kernel, %zu no route, %zu slow path; %zu of %zu routes in user space\n", label,
-                tally.kernel + tally.no_route + tally.slow, tally.kernel, tally.no_route, tally.slow, user_routes,
-                routes);
     const double total = static_cast<double>(policies * requests);
+    std::printf("%s: %zu requests: %zu kernel, %zu no route, %zu slow path; %zu of %zu routes in user space; "
+                "kernel RBAC: %zu allowed, %zu denied\n",
+                label, tally.kernel + tally.no_route + tally.slow, tally.kernel, tally.no_route, tally.slow, user_routes,
+                routes, tally.rbac_allowed, tally.rbac_denied);
+    if (shape.rbac > 0) {
+        EXPECT_GE(tally.rbac_allowed, coverage.kernel * total / 4) << label;
+        EXPECT_GE(tally.rbac_denied, coverage.kernel * total / 4) << label;
+    }
     EXPECT_GE(tally.kernel, coverage.kernel * total) << label;
     EXPECT_GE(tally.no_route, coverage.no_route * total) << label;
     EXPECT_GE(tally.slow, coverage.slow * total) << label;
@@ -700,4 +926,35 @@ TEST(CompilerDifferential, CollidingHash)
         return weak(seed, std::string_view(w).substr(off, len), lower);
     };
     run("collisions", kTestSeed + 4, 150, 300, {.routes = 5}, options, window_hash, 40, {.no_route = 0.005});
+}
+
+// RBAC on kernel routes: the rules pass over bitmap space 1 against
+// Rbac::evaluate, in both modes and with both defaults.
+TEST(CompilerDifferential, RbacRules)
+{
+    run("rbac", kTestSeed + 5, 300, 300, {.routes = 1, .rbac = 0.7}, {}, kernel_window_hash, 30);
+}
+
+TEST(CompilerDifferential, RbacRulesWithManyHeaderNames)
+{
+    run("rbac-limits", kTestSeed + 6, 150, 300,
+        {.routes = 20, .many_prefix_lengths = true, .many_header_names = true, .rbac = 0.5}, {}, kernel_window_hash,
+        60, {.no_route = 0.0005});
+}
+
+TEST(CompilerDifferential, RbacRulesWithCollidingHash)
+{
+    auto weak = [](uint64_t, std::string_view s, bool lower) {
+        uint64_t h = s.size() % 3;
+        for (char c : s)
+            h += static_cast<uint8_t>(lower && c >= 'A' && c <= 'Z' ? c + 32 : c) % 2;
+        return h;
+    };
+    CompileOptions options;
+    options.string_hash = weak;
+    const WindowHashFn window_hash = [weak](const std::string& w, uint32_t off, uint32_t len, uint64_t seed, bool lower) {
+        return weak(seed, std::string_view(w).substr(off, len), lower);
+    };
+    run("rbac-collisions", kTestSeed + 7, 150, 300, {.routes = 3, .rbac = 0.7}, options, window_hash, 20,
+        {.kernel = 0.01, .no_route = 0.005});
 }

@@ -85,11 +85,11 @@ std::set<uint32_t> range(uint32_t from, uint32_t to)
 }
 
 const l7_match_val* find_string(const CompiledTables& t, l7_match_kind kind, uint16_t aux, const std::string& s,
-                                bool lower = false)
+                                bool lower = false, uint16_t space = L7_SPACE_ROUTES)
 {
     const uint64_t hash = kernel::match_hash(t.seed, s, lower);
     for (const auto& [k, v] : t.strings)
-        if (k.kind == kind && k.aux == aux && k.hash == hash && k.gen == 0)
+        if (k.kind == kind && k.aux == aux && k.hash == hash && k.gen == 0 && k.space == space)
             return &v;
     return nullptr;
 }
@@ -596,7 +596,55 @@ TEST(CompilerTables, FeaturesWithoutKernelSupportGoToUserSpace)
         {"source", [](Policy& p) { p.routes[0].match.sources.push_back(Cidr{AF_INET, {}, 0}); }},
         {"claim", [](Policy& p) { p.routes[0].match.claims.push_back({"sub", ClaimCondition::Kind::Present, ""}); }},
         {"JWT", [](Policy& p) { p.routes[0].jwt = "corp"; }},
-        {"RBAC", [](Policy& p) { p.routes[0].rbac = Rbac{}; }},
+        {"RBAC rule rule0: path_regex", [](Policy& p) {
+             p.routes[0].rbac = Rbac{};
+             p.routes[0].rbac->rules.push_back({"", RbacRule::Action::Allow, {}, {}});
+             p.routes[0].rbac->rules[0].when.path_kind = PathMatch::Regex;
+             p.routes[0].rbac->rules[0].when.path = "/a.*";
+         }},
+        {"RBAC rule r1: header absence", [](Policy& p) {
+             p.routes[0].rbac = Rbac{};
+             p.routes[0].rbac->rules.push_back({"r0", RbacRule::Action::Allow, {}, {}});
+             p.routes[0].rbac->rules.push_back({"r1", RbacRule::Action::Deny, {}, {}});
+             p.routes[0].rbac->rules[1].when.headers.push_back({"x-a", HeaderCondition::Kind::Absent, ""});
+         }},
+        {"RBAC rule r0: header prefix", [](Policy& p) {
+             p.routes[0].rbac = Rbac{};
+             p.routes[0].rbac->rules.push_back({"r0", RbacRule::Action::Deny, {}, {}});
+             p.routes[0].rbac->rules[0].when.headers.push_back({"x-a", HeaderCondition::Kind::Prefix, "v"});
+         }},
+        {"RBAC rule r0: query", [](Policy& p) {
+             p.routes[0].rbac = Rbac{};
+             p.routes[0].rbac->rules.push_back({"r0", RbacRule::Action::Deny, {}, {}});
+             p.routes[0].rbac->rules[0].when.query.push_back({"q", QueryCondition::Kind::Present, ""});
+         }},
+        {"RBAC rule r0: source", [](Policy& p) {
+             p.routes[0].rbac = Rbac{};
+             p.routes[0].rbac->rules.push_back({"r0", RbacRule::Action::Deny, {}, {}});
+             p.routes[0].rbac->rules[0].when.sources.push_back(Cidr{AF_INET, {}, 0});
+         }},
+        {"RBAC rule r0: claim", [](Policy& p) {
+             p.routes[0].rbac = Rbac{};
+             p.routes[0].rbac->rules.push_back({"r0", RbacRule::Action::Allow, {}, {}});
+             p.routes[0].rbac->rules[0].when.claims.push_back({"sub", ClaimCondition::Kind::Present, ""});
+         }},
+        {"RBAC rule r0: method PURGE has no kernel method class", [](Policy& p) {
+             p.routes[0].rbac = Rbac{};
+             p.routes[0].rbac->rules.push_back({"r0", RbacRule::Action::Deny, {}, {}});
+             p.routes[0].rbac->rules[0].when.methods = {"GET", "PURGE"};
+         }},
+        {"RBAC rule r0: header value longer than 256", [](Policy& p) {
+             p.routes[0].rbac = Rbac{};
+             p.routes[0].rbac->rules.push_back({"r0", RbacRule::Action::Deny, {}, {}});
+             p.routes[0].rbac->rules[0].when.headers.push_back(
+                 {"x-a", HeaderCondition::Kind::Exact, std::string(257, 'v')});
+         }},
+        {"RBAC rule r0: two conditions on header x-a", [](Policy& p) {
+             p.routes[0].rbac = Rbac{};
+             p.routes[0].rbac->rules.push_back({"r0", RbacRule::Action::Deny, {}, {}});
+             p.routes[0].rbac->rules[0].when.headers.push_back({"x-a", HeaderCondition::Kind::Exact, "1"});
+             p.routes[0].rbac->rules[0].when.headers.push_back({"x-a", HeaderCondition::Kind::Exact, "2"});
+         }},
         {"rate limit", [](Policy& p) { p.routes[0].rate_limit = RateLimit{10, 10, std::nullopt, 10}; }},
         {"direct response", [](Policy& p) { p.routes[0].direct_response = DirectResponse{}; }},
         {"header mutation", [](Policy& p) { p.routes[0].request_headers.remove.push_back("x-b"); }},
@@ -613,6 +661,17 @@ TEST(CompilerTables, FeaturesWithoutKernelSupportGoToUserSpace)
         EXPECT_FALSE(t.placement[0].kernel) << what;
         EXPECT_NE(t.placement[0].reason.find(what), std::string::npos)
             << what << ": " << t.placement[0].reason;
+    }
+    // RBAC with rules the kernel evaluates exactly stays in the kernel
+    {
+        Policy p = base;
+        p.routes[0].rbac = Rbac{};
+        p.routes[0].rbac->rules.push_back({"r0", RbacRule::Action::Deny, {}, {}});
+        p.routes[0].rbac->rules[0].when.methods = {"DELETE"};
+        PoolIds pools;
+        const CompiledTables t = compile_policy(p, pools);
+        EXPECT_TRUE(t.placement[0].kernel) << t.placement[0].reason;
+        EXPECT_TRUE(t.routes[0].flags & L7_RF_RBAC);
     }
     // a path_regex route admits every path in the tables (a superset), even
     // when its pattern's length is a prefix length of the policy: compiled
@@ -635,4 +694,242 @@ TEST(CompilerTables, FeaturesWithoutKernelSupportGoToUserSpace)
     ASSERT_GE(t.meta.n_match_hdrs, 0u);
     for (uint32_t h = 0; h < t.meta.n_match_hdrs; h++)
         EXPECT_TRUE(bits(t.bitmaps[L7_BMI_HDR_PRESENT(h)]).empty());
+}
+
+// RBAC rules of kernel routes: consecutive bits of space 1 in policy order,
+// the route's range and mode in l7_route, conditions in space 1's sets and
+// strings (never in the route space), header slots and prefix lengths
+// shared with routes (routes first).
+TEST(CompilerTables, RbacRulesGoToTheRuleSpace)
+{
+    const Policy p = load(R"(
+[[route]]
+name = "plain"
+cluster = "app"
+[route.match]
+path_prefix = "/p"
+headers = [ { name = "x-a", present = true } ]
+
+[[route]]
+name = "first"
+cluster = "app"
+[route.match]
+path_prefix = "/a"
+[route.rbac]
+default = "deny"
+rules = [
+  { action = "allow", method = ["GET", "HEAD"] },
+  { action = "deny", path_prefix = "/a/admin" },
+  { name = "guests", action = "deny", headers = [ { name = "x-role", exact = "guest" } ] },
+]
+
+[[route]]
+name = "user-space"
+cluster = "app"
+[route.match]
+path_prefix = "/u"
+[route.rbac]
+rules = [ { action = "deny", path_prefix = "/u/secret/" }, { name = "lan", action = "allow", source = "10.0.0.0/8" } ]
+
+[[route]]
+name = "overrides"
+cluster = "app"
+[route.match]
+path_prefix = "/b"
+[route.rbac]
+mode = "deny_overrides"
+rules = [ { action = "deny", headers = [ { name = "x-block", present = true } ] }, { action = "allow", path_exact = "/b/ok" } ]
+
+[[route]]
+name = "no-rules"
+cluster = "app"
+[route.rbac]
+default = "deny"
+)");
+    ASSERT_EQ(p.routes.size(), 5u);
+    PoolIds pools;
+    const CompiledTables t = compile_policy(p, pools);
+    ASSERT_EQ(t.routes.size(), 5u);
+
+    EXPECT_TRUE(t.placement[0].kernel);
+    EXPECT_EQ(t.routes[0].flags & (L7_RF_RBAC | L7_RF_RBAC_DENY_OVERRIDES | L7_RF_RBAC_DEFAULT_DENY), 0u);
+
+    ASSERT_TRUE(t.placement[1].kernel) << t.placement[1].reason;
+    EXPECT_EQ(t.routes[1].flags, L7_RF_VALID | L7_RF_KERNEL | L7_RF_RBAC | L7_RF_RBAC_DEFAULT_DENY);
+    EXPECT_EQ(t.routes[1].rule_first, 0u);
+    EXPECT_EQ(t.routes[1].rule_count, 3u);
+    EXPECT_EQ(t.routes[1].resp_deny, L7_RESP_NONE);
+
+    // a rule the kernel cannot evaluate: the whole route, rules not compiled
+    EXPECT_FALSE(t.placement[2].kernel);
+    EXPECT_EQ(t.placement[2].reason, "RBAC rule lan: source address conditions run in user space");
+    EXPECT_EQ(t.routes[2].flags & L7_RF_RBAC, 0u);
+    EXPECT_EQ(t.routes[2].rule_count, 0u);
+
+    ASSERT_TRUE(t.placement[3].kernel) << t.placement[3].reason;
+    EXPECT_EQ(t.routes[3].flags, L7_RF_VALID | L7_RF_KERNEL | L7_RF_RBAC | L7_RF_RBAC_DENY_OVERRIDES);
+    EXPECT_EQ(t.routes[3].rule_first, 3u);
+    EXPECT_EQ(t.routes[3].rule_count, 2u);
+
+    ASSERT_TRUE(t.placement[4].kernel) << t.placement[4].reason;
+    EXPECT_EQ(t.routes[4].flags, L7_RF_VALID | L7_RF_KERNEL | L7_RF_RBAC | L7_RF_RBAC_DEFAULT_DENY);
+    EXPECT_EQ(t.routes[4].rule_first, 5u);
+    EXPECT_EQ(t.routes[4].rule_count, 0u);
+    EXPECT_EQ(t.n_rules, 5u);
+
+    // header slots: the route's first, then the rules' in route order
+    ASSERT_EQ(t.meta.n_match_hdrs, 3u);
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(t.meta.hdr_name[0]), t.meta.hdr_name_len[0]), "x-a");
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(t.meta.hdr_name[1]), t.meta.hdr_name_len[1]), "x-role");
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(t.meta.hdr_name[2]), t.meta.hdr_name_len[2]), "x-block");
+    // prefix lengths of routes and compiled rules alike
+    std::set<uint16_t> lens(t.meta.prefix_lens, t.meta.prefix_lens + t.meta.n_prefix_lens);
+    EXPECT_TRUE(lens.count(8)) << "/a/admin";
+    EXPECT_TRUE(t.meta.flags & L7_GMF_RULE_PATH);
+    EXPECT_FALSE(t.meta.flags & L7_GMF_RULE_HOST);
+
+    const auto& rb = t.rule_bitmaps;
+    ASSERT_EQ(rb.size(), static_cast<size_t>(L7_BMI_PER_SPACE));
+    EXPECT_EQ(bits(rb[L7_BMI_METHOD(L7_M_GET)]), (std::set<uint32_t>{0, 1, 2, 3, 4}));
+    EXPECT_EQ(bits(rb[L7_BMI_METHOD(L7_M_HEAD)]), (std::set<uint32_t>{0, 1, 2, 3, 4}));
+    EXPECT_EQ(bits(rb[L7_BMI_METHOD(L7_M_POST)]), (std::set<uint32_t>{1, 2, 3, 4}));
+    EXPECT_EQ(bits(rb[L7_BMI_METHOD(L7_M_OTHER)]), (std::set<uint32_t>{1, 2, 3, 4}));
+    EXPECT_TRUE(bits(rb[L7_BMI_METHOD(L7_M_CONNECT)]).empty());
+    EXPECT_EQ(bits(rb[L7_BMI_DENY]), (std::set<uint32_t>{1, 2, 3}));
+    EXPECT_EQ(bits(rb[L7_BMI_HOST_ANY]), range(0, 5));
+    EXPECT_EQ(bits(rb[L7_BMI_PATH_ANY]), (std::set<uint32_t>{0, 2, 3}));
+    EXPECT_EQ(bits(rb[L7_BMI_HDR_ANY(0)]), range(0, 5));
+    EXPECT_EQ(bits(rb[L7_BMI_HDR_ANY(1)]), (std::set<uint32_t>{0, 1, 3, 4}));
+    EXPECT_EQ(bits(rb[L7_BMI_HDR_ANY(2)]), (std::set<uint32_t>{0, 1, 2, 4}));
+    EXPECT_EQ(bits(rb[L7_BMI_HDR_PRESENT(2)]), (std::set<uint32_t>{3}));
+    EXPECT_TRUE(bits(rb[L7_BMI_HDR_PRESENT(1)]).empty());
+    for (uint32_t l = 0; l < L7_MAX_LISTENERS; l++)
+        EXPECT_TRUE(bits(rb[L7_BMI_LISTENER(l)]).empty());
+    // routes never see rule bits: every route is "any" for the rules' headers
+    EXPECT_EQ(bits(t.bitmaps[L7_BMI_HDR_ANY(1)]), range(0, 5));
+    EXPECT_EQ(bits(t.bitmaps[L7_BMI_HDR_ANY(2)]), range(0, 5));
+    EXPECT_TRUE(bits(t.bitmaps[L7_BMI_DENY]).empty());
+
+    const l7_match_val* v = find_string(t, L7_MK_PATH_PREFIX, 8, "/a/admin", false, L7_SPACE_RULES);
+    ASSERT_NE(v, nullptr);
+    EXPECT_EQ(bits(v->routes), (std::set<uint32_t>{1}));
+    EXPECT_EQ(find_string(t, L7_MK_PATH_PREFIX, 8, "/a/admin"), nullptr) << "not in the route space";
+    v = find_string(t, L7_MK_HDR_EXACT, 1, "guest", false, L7_SPACE_RULES);
+    ASSERT_NE(v, nullptr);
+    EXPECT_EQ(bits(v->routes), (std::set<uint32_t>{2}));
+    v = find_string(t, L7_MK_PATH_EXACT, 0, "/b/ok", false, L7_SPACE_RULES);
+    ASSERT_NE(v, nullptr);
+    EXPECT_EQ(bits(v->routes), (std::set<uint32_t>{4}));
+    // the rules of the user-space route were not compiled
+    EXPECT_EQ(find_string(t, L7_MK_PATH_PREFIX, 10, "/u/secret/", false, L7_SPACE_RULES), nullptr);
+    // the route space has its own prefix entry for "/a", the rule space none
+    EXPECT_NE(find_string(t, L7_MK_PATH_PREFIX, 2, "/a"), nullptr);
+    EXPECT_EQ(find_string(t, L7_MK_PATH_PREFIX, 2, "/a", false, L7_SPACE_RULES), nullptr);
+}
+
+// The per-generation limits on rules and the tables they share with routes.
+TEST(CompilerTables, RbacLimitsPlaceTheRouteInUserSpace)
+{
+    auto with_rules = [](Route r, size_t n, const std::function<void(RbacRule&, size_t)>& shape) {
+        r.rbac = Rbac{};
+        for (size_t i = 0; i < n; i++) {
+            RbacRule rule;
+            rule.name = "k" + std::to_string(i);
+            rule.action = i % 2 ? RbacRule::Action::Allow : RbacRule::Action::Deny;
+            shape(rule, i);
+            r.rbac->rules.push_back(rule);
+        }
+        return r;
+    };
+    const Policy base = load(route_block("r", "path_prefix = \"/a\""));
+    ASSERT_EQ(base.routes.size(), 1u);
+
+    {  // 1024 rule bits per generation: the 5th route of 256 rules does not fit
+        Policy p = base;
+        p.routes.clear();
+        for (int i = 0; i < 5; i++) {
+            Route r = base.routes[0];
+            r.name = "r" + std::to_string(i);
+            p.routes.push_back(with_rules(r, 256, [](RbacRule& rule, size_t j) {
+                rule.when.methods = {j % 3 ? "GET" : "POST"};
+            }));
+        }
+        PoolIds pools;
+        const CompiledTables t = compile_policy(p, pools);
+        for (int i = 0; i < 4; i++) {
+            EXPECT_TRUE(t.placement[i].kernel) << i << ": " << t.placement[i].reason;
+            EXPECT_EQ(t.routes[i].rule_first, 256u * i);
+        }
+        EXPECT_FALSE(t.placement[4].kernel);
+        EXPECT_EQ(t.placement[4].reason, "more than 1024 RBAC rules in kernel routes");
+        EXPECT_EQ(t.n_rules, 1024u);
+    }
+    {  // path-prefix lengths: routes take the 16 slots first
+        Policy p = base;
+        p.routes.clear();
+        for (int i = 0; i < 16; i++) {
+            Route r = base.routes[0];
+            r.name = "len" + std::to_string(i);
+            r.match.path = "/" + std::string(i + 1, 'p');
+            p.routes.push_back(r);
+        }
+        Route r = base.routes[0];
+        r.name = "rbac";
+        p.routes.push_back(with_rules(r, 2, [](RbacRule& rule, size_t j) {
+            rule.when.path_kind = PathMatch::Prefix;
+            rule.when.path = j ? "/pp" : "/" + std::string(40, 'q');  // 3 is a route's length, 41 is not
+        }));
+        PoolIds pools;
+        const CompiledTables t = compile_policy(p, pools);
+        for (int i = 0; i < 16; i++)
+            EXPECT_TRUE(t.placement[i].kernel) << t.placement[i].reason;
+        EXPECT_FALSE(t.placement[16].kernel);
+        EXPECT_EQ(t.placement[16].reason, "RBAC rule k0: more than 16 distinct path-prefix lengths");
+    }
+    {  // header names: routes take the 16 slots first
+        Policy p = base;
+        for (int i = 0; i < 16; i++)
+            p.routes[0].match.headers.push_back({"x-h" + std::to_string(i), HeaderCondition::Kind::Present, ""});
+        Route r = base.routes[0];
+        r.name = "rbac";
+        p.routes.push_back(with_rules(r, 2, [](RbacRule& rule, size_t j) {
+            rule.when.headers.push_back({j ? "x-h3" : "x-other", HeaderCondition::Kind::Exact, "1"});
+        }));
+        PoolIds pools;
+        const CompiledTables t = compile_policy(p, pools);
+        EXPECT_TRUE(t.placement[0].kernel) << t.placement[0].reason;
+        EXPECT_FALSE(t.placement[1].kernel);
+        EXPECT_EQ(t.placement[1].reason, "RBAC rule k0: more than 16 distinct header names");
+    }
+    {  // one string in both spaces is two entries, not a collision
+        Policy p = base;
+        p.routes[0].match.path_kind = PathMatch::Exact;
+        p.routes[0].match.path = "/a/x";
+        p.routes[0] = with_rules(p.routes[0], 1, [](RbacRule& rule, size_t) {
+            rule.when.path_kind = PathMatch::Exact;
+            rule.when.path = "/a/x";
+        });
+        PoolIds pools;
+        const CompiledTables t = compile_policy(p, pools);
+        EXPECT_TRUE(t.placement[0].kernel) << t.placement[0].reason;
+        EXPECT_TRUE(t.notes.empty());
+        EXPECT_NE(find_string(t, L7_MK_PATH_EXACT, 0, "/a/x"), nullptr);
+        EXPECT_NE(find_string(t, L7_MK_PATH_EXACT, 0, "/a/x", false, L7_SPACE_RULES), nullptr);
+    }
+    {  // rule strings that keep colliding: the route goes to user space
+        Policy p = base;
+        p.routes[0] = with_rules(p.routes[0], 2, [](RbacRule& rule, size_t j) {
+            rule.when.path_kind = PathMatch::Exact;
+            rule.when.path = j ? "/y" : "/x";
+        });
+        CompileOptions options;
+        options.string_hash = [](uint64_t, std::string_view v, bool) { return uint64_t{v.size()}; };
+        PoolIds pools;
+        const CompiledTables t = compile(p, kSeed, pools.fn(), options);
+        EXPECT_FALSE(t.placement[0].kernel);
+        EXPECT_NE(t.placement[0].reason.find("an RBAC rule's condition \"/y\" collides with \"/x\""),
+                  std::string::npos)
+            << t.placement[0].reason;
+        EXPECT_EQ(t.routes[0].flags & L7_RF_RBAC, 0u);
+    }
 }

@@ -340,6 +340,12 @@ uint32_t Dataplane::stage(const policy::CompiledTables& t, std::span<const uint3
         uint32_t k = L7_BMI_INDEX(gen, L7_SPACE_ROUTES, i);
         update_or_throw(bfd, &k, &bm[i], "l7_bitmaps");
     }
+    // RBAC rule sets: no listener sets, nothing to renumber
+    for (uint32_t i = 0; i < L7_BMI_PER_SPACE; i++) {
+        const l7_bitmap none{};
+        uint32_t k = L7_BMI_INDEX(gen, L7_SPACE_RULES, i);
+        update_or_throw(bfd, &k, i < t.rule_bitmaps.size() ? &t.rule_bitmaps[i] : &none, "l7_bitmaps");
+    }
 
     int sfd = bpf_map__fd(skel_->maps.l7_match);
     for (const auto& k : strings_[gen])

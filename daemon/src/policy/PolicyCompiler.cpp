@@ -67,6 +67,10 @@ struct RouteShape {
     std::vector<uint16_t> targets;  // cluster indexes, when they fit l7_route
     std::vector<uint32_t> target_weights;
     Reasons reasons;  // non-empty: user space
+    // RBAC: the route's rules, shaped like routes (only the condition
+    // fields are used), and where they are in space 1 once allocated
+    std::vector<RouteShape> rules;
+    std::optional<uint32_t> rule_first;
 };
 
 class TableBuilder {
@@ -88,16 +92,19 @@ public:
             shape_route(r);
         for (uint32_t r = 0; r < in_tables_; r++)
             add_strings(r);
+        for (uint32_t r = 0; r < in_tables_; r++)
+            add_rules(r);
         build_clusters();
         CompiledTables t;
         t.seed = seed_;
         place_routes(t);
         fill_bitmaps(t);
+        fill_rule_bitmaps(t);
         fill_meta(t);
         fill_listeners(t);
         t.clusters = std::move(clusters_);
         t.endpoints = std::move(endpoints_);
-        for (auto& [key, entry] : strings_)  // ordered by (kind, aux, hash): stable output
+        for (auto& [key, entry] : strings_)  // ordered by (space, kind, aux, hash): stable output
             t.strings.push_back({entry.key, entry.val});
         *collisions = collisions_;
         return t;
@@ -108,34 +115,51 @@ private:
 
     // Header names routes match on get the L7_MAX_MATCH_HDRS slots the
     // kernel has, first come (in route order) first served.
+    // Routes come first, then RBAC rules (in route order), so rules never
+    // take a slot a route would have had.
     void assign_match_headers()
     {
-        for (uint32_t r = 0; r < in_tables_; r++) {
-            if (is_overflow_stand_in(r))
+        for (uint32_t r = 0; r < in_tables_; r++)
+            if (!is_overflow_stand_in(r))
+                assign_match_headers(p_.routes[r].match);
+        for (uint32_t r = 0; r < in_tables_; r++)
+            if (!is_overflow_stand_in(r) && p_.routes[r].rbac)
+                for (const RbacRule& rule : p_.routes[r].rbac->rules)
+                    assign_match_headers(rule.when);
+    }
+
+    void assign_match_headers(const RouteMatch& m)
+    {
+        for (const HeaderCondition& c : m.headers) {
+            const std::string name = lower(c.name);
+            if (name.empty() || name.size() > L7_MAX_HDR_NAME || hdr_slot_.count(name) ||
+                hdr_names_.size() >= L7_MAX_MATCH_HDRS)
                 continue;
-            for (const HeaderCondition& c : p_.routes[r].match.headers) {
-                const std::string name = lower(c.name);
-                if (name.empty() || name.size() > L7_MAX_HDR_NAME || hdr_slot_.count(name) ||
-                    hdr_names_.size() >= L7_MAX_MATCH_HDRS)
-                    continue;
-                hdr_slot_.emplace(name, static_cast<uint32_t>(hdr_names_.size()));
-                hdr_names_.push_back(name);
-            }
+            hdr_slot_.emplace(name, static_cast<uint32_t>(hdr_names_.size()));
+            hdr_names_.push_back(name);
         }
     }
 
+    // Routes first, then RBAC rules, as for header names.
     void assign_prefix_lengths()
     {
-        for (uint32_t r = 0; r < in_tables_; r++) {
-            const RouteMatch& m = p_.routes[r].match;
-            if (is_overflow_stand_in(r) || m.path_kind != PathMatch::Prefix || m.path.empty() ||
-                m.path.size() > L7_MAX_MATCH_STR)
-                continue;
-            if (std::find(prefix_lens_.begin(), prefix_lens_.end(), m.path.size()) == prefix_lens_.end() &&
-                prefix_lens_.size() < L7_MAX_PREFIX_LENS)
-                prefix_lens_.push_back(static_cast<uint16_t>(m.path.size()));
-        }
+        for (uint32_t r = 0; r < in_tables_; r++)
+            if (!is_overflow_stand_in(r))
+                assign_prefix_length(p_.routes[r].match);
+        for (uint32_t r = 0; r < in_tables_; r++)
+            if (!is_overflow_stand_in(r) && p_.routes[r].rbac)
+                for (const RbacRule& rule : p_.routes[r].rbac->rules)
+                    assign_prefix_length(rule.when);
         std::sort(prefix_lens_.begin(), prefix_lens_.end());
+    }
+
+    void assign_prefix_length(const RouteMatch& m)
+    {
+        if (m.path_kind != PathMatch::Prefix || m.path.empty() || m.path.size() > L7_MAX_MATCH_STR)
+            return;
+        if (std::find(prefix_lens_.begin(), prefix_lens_.end(), m.path.size()) == prefix_lens_.end() &&
+            prefix_lens_.size() < L7_MAX_PREFIX_LENS)
+            prefix_lens_.push_back(static_cast<uint16_t>(m.path.size()));
     }
 
     void shape_route(uint32_t r)
@@ -158,6 +182,8 @@ private:
         shape_headers(route.match, s);
         shape_targets(route, s);
         shape_unsupported(route, s);
+        if (route.rbac)
+            shape_rules(*route.rbac, s);
         if (!route.offload)
             s.reasons.add("offload = false");
         if (!p_.daemon.kernel_dataplane)
@@ -185,8 +211,6 @@ private:
             s.reasons.add("claim conditions run in user space");
         if (route.jwt)
             s.reasons.add("JWT authentication runs in user space");
-        if (route.rbac)
-            s.reasons.add("RBAC runs in user space");
         if (route.rate_limit)
             s.reasons.add("rate limits run in user space");
         if (route.direct_response)
@@ -199,6 +223,40 @@ private:
             const Cluster* c = p_.find_cluster(wc.cluster);
             if (c && (c->lb == LbPolicy::RingHash || c->lb == LbPolicy::Maglev))
                 s.reasons.add("cluster " + c->name + ": consistent hashing runs in user space");
+        }
+    }
+
+    // Each rule is shaped like a route's match; anything the kernel cannot
+    // evaluate exactly in a rule places the whole route in user space (a
+    // superset, which is fine for route sets, would change a decision).
+    void shape_rules(const Rbac& rbac, RouteShape& s)
+    {
+        for (size_t i = 0; i < rbac.rules.size(); i++) {
+            const RbacRule& rule = rbac.rules[i];
+            const RouteMatch& m = rule.when;
+            RouteShape rs;
+            shape_methods(m, rs);
+            shape_host(m, rs);
+            shape_path(m, rs);
+            shape_headers(m, rs);
+            if (m.path_kind == PathMatch::Regex)
+                rs.reasons.add("path_regex runs in user space");
+            for (const HeaderCondition& c : m.headers) {
+                if (c.kind == HeaderCondition::Kind::Absent)
+                    rs.reasons.add("header absence conditions run in user space");
+                if (c.kind == HeaderCondition::Kind::Prefix)
+                    rs.reasons.add("header prefix conditions run in user space");
+            }
+            if (!m.query.empty())
+                rs.reasons.add("query conditions run in user space");
+            if (!m.sources.empty())
+                rs.reasons.add("source address conditions run in user space");
+            if (!m.claims.empty())
+                rs.reasons.add("claim conditions run in user space");
+            if (!rs.reasons.empty())
+                s.reasons.add("RBAC rule " + (rule.name.empty() ? "rule" + std::to_string(i) : rule.name) + ": " +
+                              rs.reasons.str());
+            s.rules.push_back(std::move(rs));
         }
     }
 
@@ -352,29 +410,38 @@ private:
     // another string's), with the reason added to the route.
     bool add_string(uint32_t r, l7_match_kind kind, uint16_t aux, const std::string& value, bool lower_case)
     {
+        return add_string(L7_SPACE_ROUTES, r, shapes_[r].reasons, kind, aux, value, lower_case);
+    }
+
+    // The same in either space: sets `bit` (a route, or a rule in space 1)
+    // and reports a failure to `reasons` (the route's).
+    bool add_string(uint16_t space, uint32_t bit, Reasons& reasons, l7_match_kind kind, uint16_t aux,
+                    const std::string& value, bool lower_case)
+    {
         const uint64_t hash = hash_(seed_, value, lower_case);
-        auto it = strings_.find({kind, aux, hash});
+        auto it = strings_.find({space, kind, aux, hash});
         if (it == strings_.end()) {
             if (strings_.size() >= kMaxMatchStrings) {
-                shapes_[r].reasons.add("more than " + std::to_string(kMaxMatchStrings) +
-                                       " distinct string conditions");
+                reasons.add("more than " + std::to_string(kMaxMatchStrings) + " distinct string conditions");
                 return false;
             }
             StringEntry e;
             e.key.hash = hash;
             e.key.kind = static_cast<__u16>(kind);
             e.key.aux = aux;
+            e.key.space = space;
             e.val.len = static_cast<__u16>(value.size());
             std::memcpy(e.val.str, value.data(), value.size());
             e.value = value;
-            it = strings_.emplace(std::tuple{kind, aux, hash}, std::move(e)).first;
+            it = strings_.emplace(std::tuple{space, kind, aux, hash}, std::move(e)).first;
         } else if (it->second.value != value) {
             collisions_++;
-            shapes_[r].reasons.add("its condition " + text::quote(value) + " collides with " +
-                                   text::quote(it->second.value) + " under hash seed " + std::to_string(seed_));
+            reasons.add((space == L7_SPACE_RULES ? "an RBAC rule's condition " : "its condition ") +
+                        text::quote(value) + " collides with " + text::quote(it->second.value) +
+                        " under hash seed " + std::to_string(seed_));
             return false;
         }
-        set_bit(it->second.val.routes, r);
+        set_bit(it->second.val.routes, bit);
         return true;
     }
 
@@ -392,6 +459,41 @@ private:
             if (s.hdr[h] == RouteShape::Hdr::Exact &&
                 !add_string(r, L7_MK_HDR_EXACT, static_cast<uint16_t>(h), s.hdr_value[h], false))
                 s.hdr[h] = RouteShape::Hdr::Present;
+    }
+
+    // Gives the rules of a route that can otherwise be in the kernel their
+    // bits in space 1 and their string conditions. Rules of a route placed
+    // in user space for any reason are not compiled at all.
+    void add_rules(uint32_t r)
+    {
+        RouteShape& s = shapes_[r];
+        if (!p_.routes[r].rbac || !s.reasons.empty())
+            return;
+        if (n_rules_ + s.rules.size() > L7_MAX_RULES) {
+            s.reasons.add("more than " + std::to_string(L7_MAX_RULES) + " RBAC rules in kernel routes");
+            return;
+        }
+        s.rule_first = n_rules_;
+        n_rules_ += static_cast<uint32_t>(s.rules.size());
+        for (uint32_t i = 0; i < s.rules.size(); i++) {
+            RouteShape& rs = s.rules[i];
+            const uint32_t bit = *s.rule_first + i;
+            // a failure places the route in user space: the rule's fallback
+            // to "any" below is then never evaluated
+            if (rs.host && !add_string(L7_SPACE_RULES, bit, s.reasons, L7_MK_HOST_EXACT, 0, *rs.host, true))
+                rs.host.reset();
+            if (rs.path) {
+                const uint16_t aux =
+                    rs.path->first == L7_MK_PATH_PREFIX ? static_cast<uint16_t>(rs.path->second.size()) : 0;
+                if (!add_string(L7_SPACE_RULES, bit, s.reasons, rs.path->first, aux, rs.path->second, false))
+                    rs.path.reset();
+            }
+            for (uint32_t h = 0; h < hdr_names_.size(); h++)
+                if (rs.hdr[h] == RouteShape::Hdr::Exact &&
+                    !add_string(L7_SPACE_RULES, bit, s.reasons, L7_MK_HDR_EXACT, static_cast<uint16_t>(h),
+                                rs.hdr_value[h], false))
+                    rs.hdr[h] = RouteShape::Hdr::Present;
+        }
     }
 
     // ---- clusters and endpoints ---------------------------------------------
@@ -483,6 +585,17 @@ private:
             }
             out.n_targets = static_cast<__u16>(s.targets.size());
             out.total_weight = static_cast<__u16>(cum);
+            out.resp_deny = L7_RESP_NONE;  // the slow path answers denials
+            if (placement.kernel && s.rule_first) {
+                const Rbac& rbac = *p_.routes[r].rbac;
+                out.flags |= L7_RF_RBAC;
+                if (rbac.mode == Rbac::Mode::DenyOverrides)
+                    out.flags |= L7_RF_RBAC_DENY_OVERRIDES;
+                if (rbac.default_action == RbacRule::Action::Deny)
+                    out.flags |= L7_RF_RBAC_DEFAULT_DENY;
+                out.rule_first = static_cast<__u16>(*s.rule_first);
+                out.rule_count = static_cast<__u16>(s.rules.size());
+            }
             t.routes.push_back(out);
             t.placement.push_back(std::move(placement));
         }
@@ -517,6 +630,39 @@ private:
         }
     }
 
+    // Space 1: every compiled rule, exactly as fill_bitmaps() does routes
+    // (rules have no listener scope), plus the set of deny rules.
+    void fill_rule_bitmaps(CompiledTables& t) const
+    {
+        t.rule_bitmaps.assign(L7_BMI_PER_SPACE, l7_bitmap{});
+        t.n_rules = n_rules_;
+        for (uint32_t r = 0; r < in_tables_; r++) {
+            const RouteShape& s = shapes_[r];
+            if (!s.rule_first)
+                continue;
+            const Rbac& rbac = *p_.routes[r].rbac;
+            for (uint32_t i = 0; i < s.rules.size(); i++) {
+                const RouteShape& rs = s.rules[i];
+                const uint32_t bit = *s.rule_first + i;
+                for (uint32_t m = 0; m < L7_M_COUNT; m++)
+                    if (rs.method_classes & (1u << m))
+                        set_bit(t.rule_bitmaps[L7_BMI_METHOD(m)], bit);
+                if (!rs.host)
+                    set_bit(t.rule_bitmaps[L7_BMI_HOST_ANY], bit);
+                if (!rs.path)
+                    set_bit(t.rule_bitmaps[L7_BMI_PATH_ANY], bit);
+                for (uint32_t h = 0; h < hdr_names_.size(); h++) {
+                    if (rs.hdr[h] == RouteShape::Hdr::Any)
+                        set_bit(t.rule_bitmaps[L7_BMI_HDR_ANY(h)], bit);
+                    else if (rs.hdr[h] == RouteShape::Hdr::Present)
+                        set_bit(t.rule_bitmaps[L7_BMI_HDR_PRESENT(h)], bit);
+                }
+                if (rbac.rules[i].action == RbacRule::Action::Deny)
+                    set_bit(t.rule_bitmaps[L7_BMI_DENY], bit);
+            }
+        }
+    }
+
     void fill_meta(CompiledTables& t) const
     {
         l7_gen_meta& m = t.meta;
@@ -539,6 +685,14 @@ private:
                 m.flags |= L7_GMF_HOST;
             if (rm.path_kind != PathMatch::Any)
                 m.flags |= L7_GMF_PATH;
+            for (const RouteShape& rs : shapes_[r].rules) {
+                if (!shapes_[r].rule_first)
+                    break;
+                if (rs.host)
+                    m.flags |= L7_GMF_RULE_HOST;
+                if (rs.path)
+                    m.flags |= L7_GMF_RULE_PATH;
+            }
         }
     }
 
@@ -573,7 +727,8 @@ private:
     std::vector<std::string> hdr_names_;
     std::vector<uint16_t> prefix_lens_;
     std::vector<RouteShape> shapes_;
-    std::map<std::tuple<l7_match_kind, uint16_t, uint64_t>, StringEntry> strings_;
+    std::map<std::tuple<uint16_t, l7_match_kind, uint16_t, uint64_t>, StringEntry> strings_;  // space, kind, aux, hash
+    uint32_t n_rules_ = 0;  // rule bits given out in space 1
     size_t collisions_ = 0;
     std::vector<l7_cluster> clusters_;
     std::vector<l7_endpoint> endpoints_;

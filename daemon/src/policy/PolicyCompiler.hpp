@@ -2,6 +2,13 @@
 // generation, in the layouts of bpf/include/l7fast_abi.h, and decides for
 // every route whether the kernel may act on it (placement).
 //
+// RBAC (bpf/lib/rbac.h): a route's rules go into bitmap space 1 when every
+// condition of every rule is one the kernel evaluates exactly (method, host,
+// path exact/prefix, header present/exact); otherwise the whole route is
+// placed in user space with the rule's name in the reason. Header names and
+// prefix lengths are shared with routes (routes get slots first), string
+// conditions live in the same table under key.space = L7_SPACE_RULES.
+//
 // Soundness (docs/policy.md, "Placement"): the kernel ANDs one route set per
 // dimension (listener, method, host, path, each match header) and takes the
 // lowest route. Every condition the kernel cannot evaluate exactly is
@@ -38,6 +45,11 @@ struct CompiledTables {
     uint64_t seed = 0;  // the seed the string keys were hashed with (meta.seed)
     l7_gen_meta meta{};
     std::vector<l7_bitmap> bitmaps;                              // L7_BMI_PER_SPACE (space 0), index L7_BMI_*
+    // RBAC rule sets (space 1), index L7_BMI_* (no listener sets): bit i is
+    // rule i of the generation; a kernel route's rules are the bits
+    // [rule_first, rule_first + rule_count) of l7_route, in policy order
+    std::vector<l7_bitmap> rule_bitmaps;
+    uint32_t n_rules = 0;                                        // rule bits in use
     std::vector<std::pair<l7_match_key, l7_match_val>> strings;  // key.gen = 0: the installer sets it
     std::vector<l7_route> routes;        // min(routes, L7_MAX_ROUTES); stats_id = route index
     std::vector<l7_cluster> clusters;    // min(clusters, L7_MAX_CLUSTERS), index = Policy::clusters

@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * RBAC rules of a kernel-placed route (policy/Rbac.hpp is the reference).
+ *
+ * Every kernel route's rules are bits [rule_first, rule_first + rule_count)
+ * of bitmap space L7_SPACE_RULES, built from the same condition kinds as
+ * route sets (method, host, path exact/prefix, header present/exact), so a
+ * second pass of the route matcher over space 1 gives the set of rules that
+ * hold. Rules with any condition the kernel cannot evaluate exactly keep
+ * their whole route in user space (PolicyCompiler), so here every rule bit
+ * is exact: no superset.
+ *
+ *  - first_match: the lowest rule in the range that holds decides;
+ *    L7_BMI_DENY says whether it denies.
+ *  - deny_overrides: any deny rule in the range that holds denies; else any
+ *    allow rule that holds allows.
+ *  - no rule holds: L7_RF_RBAC_DEFAULT_DENY decides.
+ *
+ * The kernel never answers a denial itself (yet): the request goes to the
+ * slow path (L7_R_RBAC_DENY), which evaluates the same rules and sends the
+ * route's deny response.
+ */
+#ifndef L7_LIB_RBAC_H
+#define L7_LIB_RBAC_H
+
+#include "match.h"
+
+/* Bits [lo, hi) of bitmap word i. */
+static __always_inline __u64 l7_range_mask(__u32 i, __u32 lo, __u32 hi)
+{
+	__u32 wlo = i * 64, whi = wlo + 64;
+	__u64 m = ~0ULL;
+
+	if (hi <= wlo || lo >= whi)
+		return 0;
+	if (lo > wlo)
+		m &= ~0ULL << (lo - wlo);
+	if (hi < whi)
+		m &= ~0ULL >> (whi - hi);
+	return m;
+}
+
+/* bpf_loop context; the loop's state is in s->ms, out of the verifier's
+ * sight, so the word loop is verified once rather than per word */
+struct l7_rbac_ctx {
+	struct l7_scratch *s;
+	const struct l7_bitmap *deny;
+};
+
+L7_CALLBACK long l7_rule_word_cb(__u32 i, void *ctx)
+{
+	struct l7_rbac_ctx *c = ctx;
+	struct l7_scratch *s = c->s;
+	__u32 w = L7_IDX(i, L7_BM_WORDS - 1);
+	__u64 hit, deny;
+
+	if (i >= L7_BM_WORDS)
+		return 1;
+	hit = s->acc.w[w] & l7_range_mask(i, s->ms.rule_lo, s->ms.rule_hi);
+	if (!hit)
+		return 0;
+	deny = c->deny->w[w];
+	if (hit & deny)
+		s->ms.any_deny = 1;
+	if (!s->ms.found) {
+		s->ms.found = 1;
+		s->ms.first_deny = !!(hit & (~hit + 1) & deny); /* the lowest rule that holds */
+	}
+	return 0;
+}
+
+/*
+ * The rules pass. Must follow l7_match_route() on the same scratch: it
+ * reuses the path bounds and the header positions that pass collected
+ * (s->ms, s->hdr_val), and a request repeating a match header never gets
+ * here (the route pass already sent it to the slow path). Returns 1 when
+ * the rules allow the request, 0 when they deny it, -1 when the tables are
+ * unusable (the slow path decides). `rules` packs rule_first (bits 0-15)
+ * and rule_count (bits 16-31); `flags` are the route's L7_RF_*.
+ */
+__noinline int l7_g_rbac(struct l7_scratch *s, struct l7_config *cfg, __u32 gen, __u32 flags,
+			 __u32 rules)
+{
+	const struct l7_gen_meta *meta;
+	struct l7_match_ctx m = {};
+	struct l7_rbac_ctx rc = {};
+	struct l7_bitmap *b;
+
+	if (!s || !cfg)
+		return -1;
+	s->ms.rule_lo = rules & 0xffff;
+	s->ms.rule_hi = s->ms.rule_lo + (rules >> 16);
+	if (s->ms.rule_hi > L7_MAX_RULES)
+		return -1;
+	gen &= 1;
+	meta = &cfg->meta[gen];
+	m.s = s;
+	m.meta = meta;
+	s->ms.gen = gen;
+	s->ms.space = L7_SPACE_RULES;
+
+	b = l7_bm_in(gen, L7_SPACE_RULES,
+		     L7_BMI_METHOD(s->ws.msg.method < L7_M_COUNT ? s->ws.msg.method : L7_M_OTHER));
+	if (!b)
+		return -1;
+	l7_bm_copy(&s->acc, b);
+
+	if (meta->flags & L7_GMF_RULE_HOST) {
+		b = l7_bm_in(gen, L7_SPACE_RULES, L7_BMI_HOST_ANY);
+		if (!b)
+			return -1;
+		l7_bm_copy(&s->tmp, b);
+		if (s->ws.msg.host_idx != L7_NONE) {
+			const struct l7_hdr *h = &s->ws.msg.hdr[L7_IDX(s->ws.msg.host_idx, L7_MAX_HEADERS - 1)];
+
+			l7_g_or_str(s, L7_SPEC_SP(L7_MK_HOST_EXACT, 1, gen, L7_SPACE_RULES, 0), h->val_off,
+				    s->ws.msg.host_len, s->ms.seed);
+		}
+		l7_bm_and(&s->acc, &s->tmp);
+	}
+
+	if (meta->flags & L7_GMF_RULE_PATH) {
+		b = l7_bm_in(gen, L7_SPACE_RULES, L7_BMI_PATH_ANY);
+		if (!b)
+			return -1;
+		l7_bm_copy(&s->tmp, b);
+		l7_g_or_str(s, L7_SPEC_SP(L7_MK_PATH_EXACT, 0, gen, L7_SPACE_RULES, 0), s->ms.path_off,
+			    s->ms.path_len, s->ms.seed);
+		L7_LOOP(L7_MAX_PREFIX_LENS, l7_prefix_cb, &m);
+		l7_bm_and(&s->acc, &s->tmp);
+	}
+
+	if (meta->n_match_hdrs)
+		L7_LOOP(L7_MAX_MATCH_HDRS, l7_hdr_match_cb, &m);
+
+	rc.s = s;
+	rc.deny = l7_bm_in(gen, L7_SPACE_RULES, L7_BMI_DENY);
+	if (!rc.deny)
+		return -1;
+	s->ms.found = 0;
+	s->ms.first_deny = 0;
+	s->ms.any_deny = 0;
+	L7_LOOP(L7_BM_WORDS, l7_rule_word_cb, &rc);
+	if (!s->ms.found)
+		return !(flags & L7_RF_RBAC_DEFAULT_DENY);
+	if (flags & L7_RF_RBAC_DENY_OVERRIDES)
+		return !s->ms.any_deny;
+	return !s->ms.first_deny;
+}
+
+#endif /* L7_LIB_RBAC_H */

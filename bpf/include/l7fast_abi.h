@@ -295,8 +295,7 @@ struct l7_gen_meta {
 enum l7_gen_meta_flags {
 	L7_GMF_HOST = 1u << 0, /* some route has a host condition */
 	L7_GMF_PATH = 1u << 1, /* some route has a path condition */
-	L7_GMF_RULE_HOST = 1u << 2, /* some kernel RBAC rule has a host condition */
-	L7_GMF_RULE_PATH = 1u << 3, /* some kernel RBAC rule has a path condition */
+	L7_GMF_RULE_PATH = 1u << 2, /* some kernel RBAC rule has a path condition */
 };
 
 enum l7_config_flags {

@@ -4,9 +4,10 @@
  *
  * Every kernel route's rules are bits [rule_first, rule_first + rule_count)
  * of bitmap space L7_SPACE_RULES, built from the same condition kinds as
- * route sets (method, host, path exact/prefix, header present/exact), so a
+ * route sets (method, path exact/prefix, header present/exact), so a
  * second pass of the route matcher over space 1 gives the set of rules that
- * hold. Rules with any condition the kernel cannot evaluate exactly keep
+ * hold. (Rules have no host condition: the policy has none, and the
+ * compiler keeps a hand-built one in user space.) Rules with any condition the kernel cannot evaluate exactly keep
  * their whole route in user space (PolicyCompiler), so here every rule bit
  * is exact: no superset.
  *
@@ -104,20 +105,6 @@ __noinline int l7_g_rbac(struct l7_scratch *s, struct l7_config *cfg, __u32 gen,
 	if (!b)
 		return -1;
 	l7_bm_copy(&s->acc, b);
-
-	if (meta->flags & L7_GMF_RULE_HOST) {
-		b = l7_bm_in(gen, L7_SPACE_RULES, L7_BMI_HOST_ANY);
-		if (!b)
-			return -1;
-		l7_bm_copy(&s->tmp, b);
-		if (s->ws.msg.host_idx != L7_NONE) {
-			const struct l7_hdr *h = &s->ws.msg.hdr[L7_IDX(s->ws.msg.host_idx, L7_MAX_HEADERS - 1)];
-
-			l7_g_or_str(s, L7_SPEC_SP(L7_MK_HOST_EXACT, 1, gen, L7_SPACE_RULES, 0), h->val_off,
-				    s->ws.msg.host_len, s->ms.seed);
-		}
-		l7_bm_and(&s->acc, &s->tmp);
-	}
 
 	if (meta->flags & L7_GMF_RULE_PATH) {
 		b = l7_bm_in(gen, L7_SPACE_RULES, L7_BMI_PATH_ANY);

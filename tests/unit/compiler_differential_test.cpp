@@ -343,12 +343,6 @@ private:
         if (hi > L7_MAX_RULES)
             return -1;
         Bitmap acc = bm_in(L7_SPACE_RULES, L7_BMI_METHOD(rq.method < L7_M_COUNT ? rq.method : uint16_t{L7_M_OTHER}));
-        if (meta.flags & L7_GMF_RULE_HOST) {
-            Bitmap tmp = bm_in(L7_SPACE_RULES, L7_BMI_HOST_ANY);
-            if (rq.host_idx != kNone)
-                or_str(tmp, rq, L7_MK_HOST_EXACT, true, 0, rq.hdrs[rq.host_idx].val_off, rq.host_len, L7_SPACE_RULES);
-            bm_and(acc, tmp);
-        }
         if (meta.flags & L7_GMF_RULE_PATH) {
             Bitmap tmp = bm_in(L7_SPACE_RULES, L7_BMI_PATH_ANY);
             or_str(tmp, rq, L7_MK_PATH_EXACT, false, 0, rq.path_off, rq.path_len, L7_SPACE_RULES);

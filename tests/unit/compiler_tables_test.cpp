@@ -639,6 +639,11 @@ TEST(CompilerTables, FeaturesWithoutKernelSupportGoToUserSpace)
              p.routes[0].rbac->rules[0].when.headers.push_back(
                  {"x-a", HeaderCondition::Kind::Exact, std::string(257, 'v')});
          }},
+        {"RBAC rule r0: host conditions in RBAC rules", [](Policy& p) {
+             p.routes[0].rbac = Rbac{};
+             p.routes[0].rbac->rules.push_back({"r0", RbacRule::Action::Deny, {}, {}});
+             p.routes[0].rbac->rules[0].when.host = "a.example";
+         }},
         {"RBAC rule r0: two conditions on header x-a", [](Policy& p) {
              p.routes[0].rbac = Rbac{};
              p.routes[0].rbac->rules.push_back({"r0", RbacRule::Action::Deny, {}, {}});
@@ -786,7 +791,6 @@ default = "deny"
     std::set<uint16_t> lens(t.meta.prefix_lens, t.meta.prefix_lens + t.meta.n_prefix_lens);
     EXPECT_TRUE(lens.count(8)) << "/a/admin";
     EXPECT_TRUE(t.meta.flags & L7_GMF_RULE_PATH);
-    EXPECT_FALSE(t.meta.flags & L7_GMF_RULE_HOST);
 
     const auto& rb = t.rule_bitmaps;
     ASSERT_EQ(rb.size(), static_cast<size_t>(L7_BMI_PER_SPACE));

@@ -236,9 +236,10 @@ private:
             const RouteMatch& m = rule.when;
             RouteShape rs;
             shape_methods(m, rs);
-            shape_host(m, rs);
             shape_path(m, rs);
             shape_headers(m, rs);
+            if (m.host)  // the loader refuses it; Router would compare it unlowered
+                rs.reasons.add("host conditions in RBAC rules run in user space");
             if (m.path_kind == PathMatch::Regex)
                 rs.reasons.add("path_regex runs in user space");
             for (const HeaderCondition& c : m.headers) {
@@ -480,8 +481,6 @@ private:
             const uint32_t bit = *s.rule_first + i;
             // a failure places the route in user space: the rule's fallback
             // to "any" below is then never evaluated
-            if (rs.host && !add_string(L7_SPACE_RULES, bit, s.reasons, L7_MK_HOST_EXACT, 0, *rs.host, true))
-                rs.host.reset();
             if (rs.path) {
                 const uint16_t aux =
                     rs.path->first == L7_MK_PATH_PREFIX ? static_cast<uint16_t>(rs.path->second.size()) : 0;
@@ -647,8 +646,7 @@ private:
                 for (uint32_t m = 0; m < L7_M_COUNT; m++)
                     if (rs.method_classes & (1u << m))
                         set_bit(t.rule_bitmaps[L7_BMI_METHOD(m)], bit);
-                if (!rs.host)
-                    set_bit(t.rule_bitmaps[L7_BMI_HOST_ANY], bit);
+                set_bit(t.rule_bitmaps[L7_BMI_HOST_ANY], bit);  // no host conditions
                 if (!rs.path)
                     set_bit(t.rule_bitmaps[L7_BMI_PATH_ANY], bit);
                 for (uint32_t h = 0; h < hdr_names_.size(); h++) {
@@ -688,8 +686,6 @@ private:
             for (const RouteShape& rs : shapes_[r].rules) {
                 if (!shapes_[r].rule_first)
                     break;
-                if (rs.host)
-                    m.flags |= L7_GMF_RULE_HOST;
                 if (rs.path)
                     m.flags |= L7_GMF_RULE_PATH;
             }

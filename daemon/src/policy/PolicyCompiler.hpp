@@ -3,7 +3,7 @@
 // every route whether the kernel may act on it (placement).
 //
 // RBAC (bpf/lib/rbac.h): a route's rules go into bitmap space 1 when every
-// condition of every rule is one the kernel evaluates exactly (method, host,
+// condition of every rule is one the kernel evaluates exactly (method,
 // path exact/prefix, header present/exact); otherwise the whole route is
 // placed in user space with the rule's name in the reason. Header names and
 // prefix lengths are shared with routes (routes get slots first), string

@@ -222,6 +222,38 @@ keys = [ {{ alg = "HS256", secret_base64url = "{HS_SECRET_B64}" }} ]
 from = {{ cookie = "token" }}
 require_exp = false
 
+# RBAC the kernel evaluates (placed in the kernel when the data plane is
+# loaded): the same semantics, the denials answered by the slow path. First,
+# so that no user-space route with a condition the kernel tables hold as
+# "any" is a candidate before them.
+[[route]]
+name = "rbac-k-first"
+cluster = "one"
+match = {{ path_prefix = "/rbac/kfirst" }}
+[route.rbac]
+mode = "first_match"
+default = "deny"
+deny_status = 418
+deny_body = "no tea for you\\n"
+rules = [
+  {{ action = "allow", method = ["GET"] }},
+  {{ action = "deny", path_prefix = "/rbac/kfirst/admin" }},
+  {{ action = "allow", headers = [ {{ name = "x-role", exact = "admin" }} ] }},
+]
+
+[[route]]
+name = "rbac-k-deny"
+cluster = "one"
+match = {{ path_prefix = "/rbac/kdeny" }}
+[route.rbac]
+mode = "deny_overrides"
+default = "allow"
+rules = [
+  {{ action = "allow", method = ["GET"] }},
+  {{ action = "deny", path_prefix = "/rbac/kdeny/admin" }},
+  {{ action = "deny", headers = [ {{ name = "x-block", present = true }} ] }},
+]
+
 # ---- every condition kind ----
 [[route]]
 name = "m-method"
@@ -776,6 +808,113 @@ def test_rbac_first_match_with_custom_denial(w):
     assert r.header("content-length") == str(len(b"no tea for you\n"))
     r = req(w, "POST", "/rbac/first/admin", body=b"abc")
     assert r.status == 418
+
+
+def kernel_rbac(w, route, cases, local):
+    """Each case on a fresh connection (so the kernel decides each one):
+    (method, path, headers, body, status, response body or None). Allowed
+    requests must be forwarded by the kernel, denied ones handed to the
+    slow path (to_slow_path_rbac_deny), which answers them."""
+    st0 = w.env.stats()
+    for method, path, headers, body, status, rbody in cases:
+        if local:
+            with w.env.local():
+                c = Conn(w.port)
+        else:
+            c = Conn(w.port)
+        try:
+            c.request(method, path, headers=headers, body=body)
+            r = c.read_response(head_request=method == "HEAD")
+        finally:
+            c.close()
+        assert r.status == status, (method, path, headers, r)
+        if rbody is not None:
+            assert r.body == rbody, (method, path, r.body)
+        if status != 200:
+            assert r.header("content-type") == "text/plain"
+    st1 = w.env.stats()
+    allowed = sum(1 for c in cases if c[4] == 200)
+    denied = len(cases) - allowed
+    d = {k: st1["routes"][route][k] - st0["routes"][route][k] for k in ("requests_kernel", "requests_user")}
+    rejected = st1["routes"][route]["rejected"]["rbac_denied"] - st0["routes"][route]["rejected"]["rbac_denied"]
+    assert rejected == denied, (rejected, denied)
+    if w.dataplane:
+        assert st1["routes"][route]["placement"] == "kernel"
+        why = {k: v - st0["counters"].get(k, 0) for k, v in st1["counters"].items() if v != st0["counters"].get(k, 0)}
+        assert d == {"requests_kernel": allowed, "requests_user": denied}, (d, why)
+        slow = st1["counters"]["to_slow_path_rbac_deny"] - st0["counters"]["to_slow_path_rbac_deny"]
+        assert slow == denied
+    else:
+        assert d == {"requests_kernel": 0, "requests_user": len(cases)}, d
+
+
+def one_connection(w, local, requests, pipelined):
+    """Several requests on one connection, written one by one (each after
+    the previous response) or all in one write; returns the responses."""
+    if local:
+        with w.env.local():
+            c = Conn(w.port)
+    else:
+        c = Conn(w.port)
+    out = []
+    try:
+        if pipelined:
+            c.send(b"".join(l7env.make_request(m, p, headers=h) for m, p, h in requests))
+            for m, _, _ in requests:
+                out.append(c.read_response(head_request=m == "HEAD"))
+        else:
+            for m, p, h in requests:
+                c.request(m, p, headers=h)
+                out.append(c.read_response(head_request=m == "HEAD"))
+    finally:
+        c.close()
+    return out
+
+
+@pytest.mark.parametrize("local", [True, False], ids=["local", "remote"])
+def test_rbac_first_match_in_the_kernel(w, local):
+    tea = b"no tea for you\n"
+    kernel_rbac(w, "rbac-k-first", [
+        ("GET", "/rbac/kfirst/admin", None, None, 200, None),        # rule 0 allows before rule 1 denies
+        ("DELETE", "/rbac/kfirst/x", None, None, 418, tea),          # no rule: default deny
+        ("HEAD", "/rbac/kfirst/x", None, None, 418, b""),            # HEAD is not GET
+        ("POST", "/rbac/kfirst/admin", None, b"abc", 418, tea),      # rule 1 denies before rule 2
+        ("PUT", "/rbac/kfirst/x", {"X-Role": "admin"}, b"", 200, None),  # rule 2
+        ("PUT", "/rbac/kfirst/x", {"x-role": "Admin"}, b"", 418, tea),   # values are case-sensitive
+        ("get", "/rbac/kfirst/x", None, None, 418, tea),             # methods too
+    ], local)
+    before = w.env.stats()["routes"]["rbac-k-first"]["requests_kernel"]
+    for pipelined in (False, True):
+        rs = one_connection(w, local, [("GET", "/rbac/kfirst/a", None), ("DELETE", "/rbac/kfirst/b", None),
+                                       ("GET", "/rbac/kfirst/c", None), ("DELETE", "/rbac/kfirst/d", None)],
+                            pipelined)
+        assert [r.status for r in rs] == [200, 418, 200, 418]
+        assert [r.json()["path"] for r in (rs[0], rs[2])] == ["/rbac/kfirst/a", "/rbac/kfirst/c"]
+        assert rs[1].body == tea and rs[3].body == tea
+    if w.dataplane:  # at least the first request of each connection
+        assert w.env.stats()["routes"]["rbac-k-first"]["requests_kernel"] - before >= 2
+
+
+@pytest.mark.parametrize("local", [True, False], ids=["local", "remote"])
+def test_rbac_deny_overrides_in_the_kernel(w, local):
+    forbidden = b"forbidden\n"
+    kernel_rbac(w, "rbac-k-deny", [
+        ("GET", "/rbac/kdeny/admin", None, None, 403, forbidden),    # allow and deny both hold: deny wins
+        ("GET", "/rbac/kdeny/x", None, None, 200, None),
+        ("DELETE", "/rbac/kdeny/x", None, None, 200, None),          # no rule: default allow
+        ("GET", "/rbac/kdeny/x", {"X-Block": ""}, None, 403, forbidden),  # present, even empty
+        ("POST", "/rbac/kdeny/adminx", None, b"", 403, forbidden),   # a prefix, not a segment
+        ("GET", "/rbac/kdeny/Admin", None, None, 200, None),         # paths are case-sensitive
+    ], local)
+    before = w.env.stats()["routes"]["rbac-k-deny"]["requests_kernel"]
+    for pipelined in (False, True):
+        rs = one_connection(w, local, [("GET", "/rbac/kdeny/a", None), ("GET", "/rbac/kdeny/b", {"x-block": "1"}),
+                                       ("DELETE", "/rbac/kdeny/c", None)], pipelined)
+        assert [r.status for r in rs] == [200, 403, 200]
+        assert rs[1].body == forbidden
+        assert [r.json()["path"] for r in (rs[0], rs[2])] == ["/rbac/kdeny/a", "/rbac/kdeny/c"]
+    if w.dataplane:
+        assert w.env.stats()["routes"]["rbac-k-deny"]["requests_kernel"] - before >= 2
 
 
 def test_rbac_deny_overrides(w):

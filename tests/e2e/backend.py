@@ -27,6 +27,9 @@ from http.server import BaseHTTPRequestHandler
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # head and body are separate writes: without TCP_NODELAY, Nagle holds
+    # the body until the peer's delayed ACK (~40 ms per response)
+    disable_nagle_algorithm = True
     server_version = "l7fast-test-backend"
 
     def log_message(self, fmt, *args):  # quiet

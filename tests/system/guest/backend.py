@@ -8,6 +8,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # head and body are separate writes: without TCP_NODELAY, Nagle holds
+    # the body until the peer's delayed ACK (~40 ms per response)
+    disable_nagle_algorithm = True
 
     def _answer(self):
         length = int(self.headers.get("Content-Length") or 0)

@@ -442,10 +442,39 @@ struct l7_resp_step {
 	__u32 extra; /* bytes after the end of the response */
 };
 
+/*
+ * Sampled access log (daemon.access_log_sample = N): one completed response
+ * in N per CPU, the per-CPU responses_kernel counter being the sequence.
+ */
+static __always_inline void l7_access_event(struct l7_slot *slot, __u64 latency)
+{
+	struct l7_config *cfg = l7_cfg();
+	__u32 key = L7_C_RESP_KERNEL, n;
+	struct l7_event *e;
+	__u64 *seq;
+
+	if (!cfg || !cfg->access_log_sample)
+		return;
+	n = cfg->access_log_sample;
+	seq = bpf_map_lookup_elem(&l7_counters, &key);
+	if (!seq || *seq % n)
+		return;
+	e = bpf_ringbuf_reserve(&l7_events, sizeof(*e), 0);
+	if (!e)
+		return;
+	e->type = L7_EV_ACCESS;
+	e->slot = (slot->stats_id & 0xffff) | ((__u32)slot->resp.status << 16);
+	__builtin_memcpy(&e->conn, &slot->client, sizeof(e->conn));
+	e->arg[0] = slot->resp.bytes;
+	e->arg[1] = latency;
+	bpf_ringbuf_submit(e, 0);
+}
+
 static __always_inline void l7_resp_complete(struct l7_slot *slot, __u32 id, __u32 extra)
 {
 	struct l7_conn *c = bpf_map_lookup_elem(&l7_conns, &slot->client);
 	struct l7_route_stats *rs = l7_rstats(slot->stats_id);
+	__u64 latency = bpf_ktime_get_ns() - slot->req_start_ns;
 	__u16 st = slot->resp.status;
 
 	if (c)
@@ -453,10 +482,10 @@ static __always_inline void l7_resp_complete(struct l7_slot *slot, __u32 id, __u
 	if (rs) {
 		rs->status[l7_status_class(st)]++;
 		rs->bytes_out += slot->resp.bytes;
-		rs->latency[l7_lat_bucket(bpf_ktime_get_ns() - slot->req_start_ns) &
-			    (L7_LAT_BUCKETS - 1)]++;
+		rs->latency[l7_lat_bucket(latency) & (L7_LAT_BUCKETS - 1)]++;
 	}
 	l7_count(L7_C_RESP_KERNEL);
+	l7_access_event(slot, latency);
 	if (slot->resp.close_after) {
 		l7_event(L7_EV_CLOSE_CLIENT, id, &slot->client);
 		l7_count(L7_C_CONN_CLOSE);

@@ -25,7 +25,7 @@
 
 /* Bump whenever a map's layout or meaning changes: a daemon never adopts
  * pinned maps of another ABI version (it starts clean instead). */
-#define L7_ABI_VERSION 4
+#define L7_ABI_VERSION 5
 
 /* Sizes of the tables. Route sets are bitmaps of L7_MAX_ROUTES bits. */
 #define L7_GENS 2
@@ -310,6 +310,9 @@ struct l7_config {
 	__u32 ingress_budget;      /* max bytes of one message sent socket-to-socket */
 	__u32 abi_version;         /* L7_ABI_VERSION of the daemon that created the maps:
 				    * a restarted daemon adopts pinned maps only when equal */
+	__u32 access_log_sample;   /* daemon.access_log_sample: L7_EV_ACCESS for one kernel
+				    * response in N per CPU; 0: none */
+	__u32 pad0;
 	struct l7_gen_meta meta[L7_GENS];
 };
 
@@ -499,6 +502,11 @@ enum l7_event_type {
 	L7_EV_RELAY = 2,        /* a response was handed to the daemon (slot) */
 	L7_EV_SLOT_DEAD = 3,    /* redirect to a pooled socket failed (slot) */
 	L7_EV_TRACE = 4,        /* decision trace (cfg_trace): code, args */
+	L7_EV_ACCESS = 5,       /* sampled access log: a kernel response completed;
+				 * slot = route stats id | status << 16, conn = the
+				 * client's connection, arg[0] = response bytes,
+				 * arg[1] = latency in ns. The request's method, target
+				 * and size are not kept in the slot, so not reported. */
 };
 
 /* trace points (L7_EV_TRACE: slot = code, arg[0..1] as listed) */

@@ -13,6 +13,7 @@
 #include "common/FdStore.hpp"
 #include "common/Log.hpp"
 #include "control/DbusService.hpp"
+#include "control/Metrics.hpp"
 #include "policy/PolicyCompiler.hpp"
 #include "policy/PolicyLoader.hpp"
 #include "policy/Router.hpp"
@@ -112,6 +113,7 @@ Daemon::Daemon(DaemonOptions opts)
 
 Daemon::~Daemon()
 {
+    metrics_.reset();
     dbus_.reset();
     server_.reset();
     events_.reset();
@@ -193,6 +195,14 @@ void Daemon::fold_kernel_counters(uint32_t gen)
 
 void Daemon::apply(std::unique_ptr<Prepared> p)
 {
+    // A new metrics address is bound first: a failure throws before anything
+    // switched (the old listener serves on until the new one is in place).
+    const auto& want = p->rt->policy().daemon.metrics_address;
+    const bool metrics_change = want ? !metrics_ || metrics_->address() != *want : metrics_ != nullptr;
+    std::unique_ptr<control::MetricsServer> metrics;
+    if (want && metrics_change)
+        metrics = std::make_unique<control::MetricsServer>(
+            io_, *want, [this] { return control::render_prometheus(stats(), L7FAST_VERSION); });
     uint32_t gen = 0;
     if (dp_)
         gen = dp_->stage(*p->tables, p->rt->listener_ids);
@@ -207,6 +217,39 @@ void Daemon::apply(std::unique_ptr<Prepared> p)
     generation_ = p->rt->generation;
     rt_ = p->rt;
     placement_ = std::move(p->placement);
+    if (dp_)
+        dp_->set_access_log_sample(rt_->policy().daemon.access_log_sample);
+    if (metrics_change) {
+        if (metrics_)
+            log::info("no longer serving metrics on ", metrics_->address().str());
+        metrics_ = std::move(metrics);
+        if (metrics_)
+            log::info("serving Prometheus metrics on http://", metrics_->address().str(), "/metrics");
+    }
+}
+
+std::string Daemon::stats_route_name(uint32_t stats_id) const
+{
+    uint32_t gen = stats_id / L7_MAX_ROUTES, i = stats_id % L7_MAX_ROUTES;
+    if (gen < L7_GENS && i < gen_routes_[gen].size())
+        return gen_routes_[gen][i];
+    return {};
+}
+
+void Daemon::on_access_event(const l7_event& ev)
+{
+    auto& log = server_->access_log();
+    if (!log.sample())
+        return;  // switched off after the kernel sampled it
+    proxy::AccessEntry e;
+    e.client = proxy::client_address(ev.conn);
+    std::string route = stats_route_name(ev.slot & 0xffff);
+    e.route = route;
+    e.status = static_cast<int>(ev.slot >> 16);
+    e.bytes_out = ev.arg[0];
+    e.latency_ns = ev.arg[1];
+    e.kernel = true;
+    log.write(e);
 }
 
 namespace {
@@ -300,6 +343,7 @@ void Daemon::start()
         log::warning("running degraded, every request takes the slow path: ", degraded_reason_);
 
     server_ = std::make_unique<proxy::ProxyServer>(io_, dp_.get(), d.offload_remote_clients);
+    server_->set_stats_route_names([this](uint32_t id) { return stats_route_name(id); });
     // Restart: pooled connections first (they carry their pool ids, which
     // the policy's compilation must reuse), then listeners, then clients.
     bool adopting = dp_ && dp_->adopted();
@@ -399,7 +443,12 @@ void Daemon::arm_events()
     events_->async_wait(asio::posix::stream_descriptor::wait_read, [this](error_code ec) {
         if (ec)
             return;
-        dp_->consume_events([this](const l7_event& ev) { server_->on_event(ev); });
+        dp_->consume_events([this](const l7_event& ev) {
+            if (ev.type == L7_EV_ACCESS)
+                on_access_event(ev);
+            else
+                server_->on_event(ev);
+        });
         arm_events();
     });
 }
@@ -452,6 +501,7 @@ void Daemon::handle_signal(int sig)
     log::info("stopping on signal ", sig);
     sd_notify(0, "STOPPING=1");
     dbus_.reset();
+    metrics_.reset();
     if (server_)
         server_->stop();
     io_.stop();

@@ -25,6 +25,7 @@ struct CompiledTables;
 }
 namespace l7fast::control {
 class DbusService;
+class MetricsServer;
 }
 
 namespace l7fast {
@@ -70,6 +71,8 @@ private:
     void notify(const std::string& state);
     void emit_reloaded(const control::ReloadOutcome& out);
     void fold_kernel_counters(uint32_t gen);
+    void on_access_event(const l7_event& ev);
+    std::string stats_route_name(uint32_t stats_id) const;
 
     DaemonOptions opts_;
     asio::io_context io_;
@@ -82,6 +85,7 @@ private:
     std::unique_ptr<dataplane::Dataplane> dp_;
     std::unique_ptr<proxy::ProxyServer> server_;
     std::unique_ptr<control::DbusService> dbus_;
+    std::unique_ptr<control::MetricsServer> metrics_;  // daemon.metrics_address
     std::shared_ptr<const proxy::PolicyRuntime> rt_;
     std::vector<control::RouteInfo> placement_;
     std::string degraded_reason_;

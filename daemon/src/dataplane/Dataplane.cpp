@@ -324,6 +324,14 @@ void Dataplane::set_ingress_budget(uint32_t bytes)
     write_config();
 }
 
+void Dataplane::set_access_log_sample(uint32_t n)
+{
+    if (config_.access_log_sample == n)
+        return;
+    config_.access_log_sample = n;
+    write_config();
+}
+
 uint32_t Dataplane::stage(const policy::CompiledTables& t, std::span<const uint32_t> listener_ids)
 {
     const uint32_t gen = active_gen_ ^ 1;

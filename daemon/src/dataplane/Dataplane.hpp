@@ -69,6 +69,9 @@ public:
     void drain_route_counters(uint32_t gen, uint32_t n_routes, std::vector<RouteCounters>& out);
     void set_enabled(bool on);
     void set_ingress_budget(uint32_t bytes);
+    // daemon.access_log_sample: an L7_EV_ACCESS event for one kernel response
+    // in n (per CPU); 0: none
+    void set_access_log_sample(uint32_t n);
 
     // ---- client connections ---------------------------------------------
     std::optional<l7_conn> conn(const l7_conn_key& k) const;

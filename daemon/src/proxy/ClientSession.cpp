@@ -546,8 +546,28 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
         std::optional<uint32_t> route_index = rt->router->route(view, auth.lookup());
         if (!route_index) {
             server_.count_no_route();
+            std::optional<AccessEntry> entry;
+            std::string method, target;  // the entry's views: the head is consumed later
+            const auto t0 = std::chrono::steady_clock::now();
+            if (server_.access_log().sampled()) {
+                entry.emplace();
+                method = view.method;
+                target.assign(head.data() + m.target_off, m.target_len);
+                entry->client = client_address(key_);
+                entry->method = method;
+                entry->target = target;
+                entry->status = 404;
+                entry->bytes_in = m.hdr_len + (m.body_kind == L7_BODY_LENGTH ? m.content_length : 0);
+            }
             // the body, if any, is not read: close rather than resynchronise
-            co_await respond(404, "no route\n", close || m.body_kind != L7_BODY_NONE);
+            uint64_t n404 = co_await respond(404, "no route\n", close || m.body_kind != L7_BODY_NONE);
+            if (entry) {
+                entry->bytes_out = n404;
+                entry->latency_ns = static_cast<uint64_t>(
+                    std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+                        .count());
+                server_.access_log().write(*entry);
+            }
             if (close || m.body_kind != L7_BODY_NONE)
                 break;
             consume(m.hdr_len);
@@ -562,7 +582,29 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
                                              .count());
         };
         rc.requests++;
-        rc.bytes_in += m.hdr_len + (m.body_kind == L7_BODY_LENGTH ? m.content_length : 0);
+        const uint64_t req_bytes = m.hdr_len + (m.body_kind == L7_BODY_LENGTH ? m.content_length : 0);
+        rc.bytes_in += req_bytes;
+        // access log: the head is consumed before the response ends, so a
+        // sampled exchange keeps its method and target (as received)
+        std::optional<std::pair<std::string, std::string>> logged;
+        if (server_.access_log().sampled())
+            logged.emplace(std::string(view.method), std::string(head.data() + m.target_off, m.target_len));
+        auto complete = [&](int code, uint64_t n) {
+            const uint64_t ns = since();
+            rc.add_response(code, n, ns);
+            if (logged) {
+                AccessEntry e;
+                e.client = client_address(key_);
+                e.method = logged->first;
+                e.target = logged->second;
+                e.route = route.name;
+                e.status = code;
+                e.bytes_in = req_bytes;
+                e.bytes_out = n;
+                e.latency_ns = ns;
+                server_.access_log().write(e);
+            }
+        };
 
         const Verdict verdict = decide(*rt, ri, view, auth, monotonic_ns());
         if (verdict.kind != Verdict::Kind::Forward) {
@@ -578,7 +620,7 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
             const bool must_close = close || !drained;
             policy::LocalResponse resp = local_response_for(route, verdict, must_close);
             uint64_t n = co_await respond_local(resp);
-            rc.add_response(status, n, since());
+            complete(status, n);
             if (must_close) {
                 why = "answered by the policy, connection: close";
                 break;
@@ -594,7 +636,7 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
             BodyFramer probe(m.body_kind, m.content_length);
             if (probe.feed({in_.data() + m.hdr_len, in_len_ - m.hdr_len}) < 0) {
                 uint64_t n = co_await respond(400, "malformed chunked body\n", true);
-                rc.add_response(400, n, since());
+                complete(400, n);
                 why = "malformed chunked body";
                 break;
             }
@@ -618,7 +660,7 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
             const bool must_close = close || m.body_kind != L7_BODY_NONE;
             const int code = first ? 400 : 503;
             uint64_t n = co_await respond(code, first ? "malformed request\n" : "no upstream endpoint\n", must_close);
-            rc.add_response(code, n, since());
+            complete(code, n);
             if (must_close)
                 break;
             consume(m.hdr_len);
@@ -646,7 +688,7 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
             bool must_close = close || m.body_kind != L7_BODY_NONE;
             std::string text = "upstream unavailable: " + ec.message() + "\n";
             uint64_t n = co_await respond(code, text, must_close);
-            rc.add_response(code, n, since());
+            complete(code, n);
             if (must_close)
                 break;
             consume(m.hdr_len);
@@ -682,7 +724,7 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
             int code = body_error ? 400 : 502;
             std::string text = body_error ? "malformed request body\n" : "upstream write failed\n";
             uint64_t n = co_await respond(code, text, true);
-            rc.add_response(code, n, since());
+            complete(code, n);
             break;
         }
 
@@ -691,7 +733,7 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
         Exchange x = co_await pipe_response(*up, m.method == L7_M_HEAD, start, true, timeout,
                                             &route.response_headers);
         if (x.ok || x.wrote)
-            rc.add_response(x.status, x.bytes, since());
+            complete(x.status, x.bytes);
         if (x.ok && x.status == 101) {
             std::vector<char> pending(in_.data(), in_.data() + in_len_);
             in_len_ = 0;
@@ -705,7 +747,7 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
             if (!x.wrote) {
                 int code = x.status ? x.status : 502;
                 uint64_t n = co_await respond(code, "upstream failed\n", true);
-                rc.add_response(code, n, since());
+                complete(code, n);
             } else
                 answered();
             break;

@@ -193,6 +193,7 @@ void ProxyServer::apply(std::shared_ptr<const PolicyRuntime> rt)
         }
     }
     listening_ = std::move(next);
+    access_log_.set_sample(rt->policy().daemon.access_log_sample);
     rt_ = std::move(rt);
 
     std::vector<policy::SocketAddress> upstreams;
@@ -355,6 +356,19 @@ void ProxyServer::count_kernel_response(const l7_slot& snapshot, int status, uin
     uint64_t now = static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
     uint64_t latency = now > snapshot.req_start_ns ? now - snapshot.req_start_ns : 0;
     kernel_responses_[snapshot.stats_id].add_response(status, bytes, latency);
+    // the kernel samples the responses it completes itself (L7_EV_ACCESS);
+    // these the daemon finished
+    if (access_log_.sampled()) {
+        AccessEntry e;
+        e.client = client_address(snapshot.client);
+        std::string route = stats_route_name(snapshot.stats_id);
+        e.route = route;
+        e.status = status;
+        e.bytes_out = bytes;
+        e.latency_ns = latency;
+        e.kernel = true;
+        access_log_.write(e);
+    }
 }
 
 void ProxyServer::on_exchange_end(KernelExchangeEnd e)

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -21,6 +22,7 @@
 #include "common/Asio.hpp"
 #include "dataplane/Abi.hpp"
 #include "policy/Policy.hpp"
+#include "proxy/AccessLog.hpp"
 #include "proxy/UpstreamPool.hpp"
 
 namespace l7fast::policy {
@@ -161,6 +163,15 @@ public:
     // plane counted the request, the daemon counts the response.
     void count_kernel_response(const l7_slot& snapshot, int status, uint64_t bytes);
     std::map<uint32_t, dataplane::RouteCounters>& kernel_responses() { return kernel_responses_; }
+    // The sampled access log (daemon.access_log_sample, set by apply()).
+    AccessLog& access_log() { return access_log_; }
+    // Name of the route behind an l7_route_stats id (the daemon's
+    // generation tables); empty when unknown.
+    void set_stats_route_names(std::function<std::string(uint32_t)> fn) { stats_route_name_ = std::move(fn); }
+    std::string stats_route_name(uint32_t stats_id) const
+    {
+        return stats_route_name_ ? stats_route_name_(stats_id) : std::string();
+    }
     size_t sessions() const { return sessions_.size(); }
     uint64_t user_requests_no_route() const { return no_route_; }
     // Round-robin cursor of a cluster in the slow path.
@@ -199,6 +210,8 @@ private:
     std::map<std::string, UserRouteExtras> user_extras_;
     std::shared_ptr<ActiveCounts> active_ = std::make_shared<ActiveCounts>();
     uint64_t no_route_ = 0;
+    AccessLog access_log_;
+    std::function<std::string(uint32_t)> stats_route_name_;
     std::map<std::string, uint64_t> rr_;
 };
 

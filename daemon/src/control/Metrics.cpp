@@ -1,0 +1,357 @@
+#include "control/Metrics.hpp"
+
+#include <cstring>
+#include <stdexcept>
+
+#include "common/Log.hpp"
+#include "l7fast_abi.h"
+
+namespace l7fast::control {
+namespace {
+
+constexpr size_t kMaxHead = 8192;
+constexpr auto kReadTimeout = std::chrono::seconds(5);
+constexpr unsigned kMaxConnections = 32;
+
+tcp::endpoint to_endpoint(const policy::SocketAddress& a)
+{
+    if (a.family == AF_INET6) {
+        asio::ip::address_v6::bytes_type b;
+        std::memcpy(b.data(), a.ip.data(), 16);
+        return {asio::ip::address_v6(b), a.port};
+    }
+    asio::ip::address_v4::bytes_type b;
+    std::memcpy(b.data(), a.ip.data(), 4);
+    return {asio::ip::address_v4(b), a.port};
+}
+
+class Exposition {
+public:
+    // HELP and TYPE of one metric family
+    void family(const char* name, const char* type, const char* help)
+    {
+        out_ += "# HELP ";
+        out_ += name;
+        out_ += ' ';
+        out_ += help;  // constants: no backslash or line feed to escape
+        out_ += "\n# TYPE ";
+        out_ += name;
+        out_ += ' ';
+        out_ += type;
+        out_ += '\n';
+    }
+    // name{k="v",...} value
+    void sample(std::string_view name, std::initializer_list<std::pair<const char*, std::string_view>> labels,
+                uint64_t value)
+    {
+        out_ += name;
+        if (labels.size()) {
+            out_ += '{';
+            const char* sep = "";
+            for (const auto& [k, v] : labels) {
+                out_ += sep;
+                out_ += k;
+                out_ += "=\"";
+                out_ += prometheus_label_value(v);
+                out_ += '"';
+                sep = ",";
+            }
+            out_ += '}';
+        }
+        out_ += ' ';
+        out_ += std::to_string(value);
+        out_ += '\n';
+    }
+    std::string take() { return std::move(out_); }
+
+private:
+    std::string out_;
+};
+
+std::string response(int status, const char* reason, std::string_view body, bool head_only,
+                     const char* content_type, const char* extra = "")
+{
+    std::string r = "HTTP/1.1 " + std::to_string(status) + " " + reason + "\r\nContent-Type: " + content_type +
+                    "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n" + extra +
+                    "Connection: close\r\n\r\n";
+    if (!head_only)
+        r.append(body);
+    return r;
+}
+
+std::string plain(int status, const char* reason, std::string_view body, bool head_only = false,
+                  const char* extra = "")
+{
+    return response(status, reason, body, head_only, "text/plain; charset=utf-8", extra);
+}
+
+bool is_tchar(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           std::strchr("!#$%&'*+-.^_`|~", c) != nullptr;
+}
+
+}  // namespace
+
+std::string prometheus_label_value(std::string_view v)
+{
+    std::string out;
+    out.reserve(v.size());
+    for (char c : v) {
+        if (c == '\\')
+            out += "\\\\";
+        else if (c == '"')
+            out += "\\\"";
+        else if (c == '\n')
+            out += "\\n";
+        else
+            out += c;
+    }
+    return out;
+}
+
+std::string latency_bucket_le(unsigned i)
+{
+    if (i + 1 >= L7_LAT_BUCKETS)
+        return "+Inf";
+    // bucket i holds latencies below 2^(i+11) ns (l7_lat_bucket): an exact
+    // decimal number of seconds with nine places, trailing zeros dropped
+    uint64_t ns = uint64_t{1} << (i + 11);
+    std::string frac = std::to_string(ns % 1000000000);
+    frac.insert(0, 9 - frac.size(), '0');
+    while (!frac.empty() && frac.back() == '0')
+        frac.pop_back();
+    return std::to_string(ns / 1000000000) + (frac.empty() ? "" : "." + frac);
+}
+
+std::string render_prometheus(const StatsSnapshot& s, const std::string& version)
+{
+    Exposition e;
+    e.family("l7fast_build_info", "gauge", "l7fastd version (the value is always 1).");
+    e.sample("l7fast_build_info", {{"version", version}}, 1);
+    e.family("l7fast_policy_generation", "gauge",
+             "Policy generation in force (one more on every successful reload).");
+    e.sample("l7fast_policy_generation", {}, s.generation);
+
+    e.family("l7fast_route_info", "gauge",
+             "Where a route of the policy in force runs: placement kernel or user (the slow path).");
+    for (const auto& r : s.routes)
+        e.sample("l7fast_route_info", {{"route", r.name}, {"placement", r.kernel ? "kernel" : "user"}}, 1);
+    e.family("l7fast_route_requests_total", "counter",
+             "Requests matched to the route, by the path that handled them (kernel or user).");
+    for (const auto& r : s.routes) {
+        e.sample("l7fast_route_requests_total", {{"route", r.name}, {"path", "kernel"}}, r.requests_kernel);
+        e.sample("l7fast_route_requests_total", {{"route", r.name}, {"path", "user"}}, r.requests_user);
+    }
+    e.family("l7fast_route_responses_total", "counter",
+             "Responses to the route's requests, by status class (other: no valid status).");
+    static const char* const classes[6] = {"other", "1xx", "2xx", "3xx", "4xx", "5xx"};
+    for (const auto& r : s.routes)
+        for (int c = 1; c <= 6; c++)
+            e.sample("l7fast_route_responses_total", {{"route", r.name}, {"class", classes[c % 6]}},
+                     r.status[c % 6]);
+    e.family("l7fast_route_request_bytes_total", "counter",
+             "Request bytes received from clients (heads and Content-Length bodies).");
+    for (const auto& r : s.routes)
+        e.sample("l7fast_route_request_bytes_total", {{"route", r.name}}, r.bytes_in);
+    e.family("l7fast_route_response_bytes_total", "counter", "Response bytes sent to clients.");
+    for (const auto& r : s.routes)
+        e.sample("l7fast_route_response_bytes_total", {{"route", r.name}}, r.bytes_out);
+    e.family("l7fast_route_response_latency_seconds", "histogram",
+             "Time from a request's arrival to the end of its response, in log2 buckets "
+             "(no _sum: the data plane counts buckets only).");
+    for (const auto& r : s.routes) {
+        uint64_t cum = 0;
+        for (unsigned i = 0; i < r.latency.size(); i++) {
+            cum += r.latency[i];
+            std::string le = i + 1 == r.latency.size() ? "+Inf" : latency_bucket_le(i);
+            e.sample("l7fast_route_response_latency_seconds_bucket", {{"route", r.name}, {"le", le}}, cum);
+        }
+        if (r.latency.empty())
+            e.sample("l7fast_route_response_latency_seconds_bucket", {{"route", r.name}, {"le", "+Inf"}}, 0);
+        e.sample("l7fast_route_response_latency_seconds_count", {{"route", r.name}}, cum);
+    }
+    e.family("l7fast_route_rejections_total", "counter",
+             "Requests the route's policy refused, by reason (answered by l7fastd).");
+    for (const auto& r : s.routes) {
+        e.sample("l7fast_route_rejections_total", {{"route", r.name}, {"reason", "jwt_missing"}}, r.jwt_missing);
+        e.sample("l7fast_route_rejections_total", {{"route", r.name}, {"reason", "jwt_invalid"}}, r.jwt_invalid);
+        e.sample("l7fast_route_rejections_total", {{"route", r.name}, {"reason", "rbac_denied"}}, r.rbac_denied);
+        e.sample("l7fast_route_rejections_total", {{"route", r.name}, {"reason", "rate_limited"}}, r.rate_limited);
+    }
+    e.family("l7fast_route_direct_responses_total", "counter",
+             "Requests answered with the route's direct response.");
+    for (const auto& r : s.routes)
+        e.sample("l7fast_route_direct_responses_total", {{"route", r.name}}, r.direct_responses);
+    e.family("l7fast_requests_no_route_total", "counter",
+             "Requests that matched no route (answered 404 by the slow path).");
+    e.sample("l7fast_requests_no_route_total", {}, s.no_route);
+
+    const std::string_view slow = "to_slow_path_";
+    bool any_plane = false, any_slow = false;
+    for (const auto& [k, v] : s.counters)
+        (k.rfind(slow, 0) == 0 ? any_slow : any_plane) = true;
+    if (any_plane) {
+        e.family("l7fast_dataplane_events_total", "counter",
+                 "Kernel data-plane counters (l7fastctl stats, DATA PLANE).");
+        for (const auto& [k, v] : s.counters)
+            if (k.rfind(slow, 0) != 0)
+                e.sample("l7fast_dataplane_events_total", {{"event", k}}, v);
+    }
+    if (any_slow) {
+        e.family("l7fast_dataplane_to_slow_path_total", "counter",
+                 "Requests the kernel data plane handed to the slow path, by reason.");
+        for (const auto& [k, v] : s.counters)
+            if (k.rfind(slow, 0) == 0)
+                e.sample("l7fast_dataplane_to_slow_path_total", {{"reason", std::string_view(k).substr(slow.size())}},
+                         v);
+    }
+    return e.take();
+}
+
+std::string MetricsServer::respond(std::string_view head, const std::function<std::string()>& render)
+{
+    size_t eol = head.find("\r\n");
+    if (eol == std::string_view::npos)
+        return plain(400, "Bad Request", "malformed request\n");
+    std::string_view line = head.substr(0, eol);
+    size_t sp1 = line.find(' ');
+    size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
+    if (sp1 == 0 || sp2 == std::string_view::npos || line.find(' ', sp2 + 1) != std::string_view::npos)
+        return plain(400, "Bad Request", "malformed request line\n");
+    std::string_view method = line.substr(0, sp1);
+    std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
+    std::string_view version = line.substr(sp2 + 1);
+    for (char c : method)
+        if (!is_tchar(c))
+            return plain(400, "Bad Request", "malformed method\n");
+    if (target.empty() || target[0] != '/')
+        return plain(400, "Bad Request", "malformed request target\n");
+    for (char c : target)
+        if (static_cast<unsigned char>(c) <= 0x20 || static_cast<unsigned char>(c) >= 0x7f)
+            return plain(400, "Bad Request", "malformed request target\n");
+    if (version != "HTTP/1.1" && version != "HTTP/1.0")
+        return plain(400, "Bad Request", "unsupported HTTP version\n");
+    for (char c : head)
+        if ((static_cast<unsigned char>(c) < 0x20 && c != '\r' && c != '\n' && c != '\t') || c == 0x7f)
+            return plain(400, "Bad Request", "control character in the request head\n");
+    const bool head_only = method == "HEAD";
+    std::string_view path = target.substr(0, target.find('?'));
+    if (path != "/metrics")
+        return plain(404, "Not Found", "not found: l7fastd serves GET /metrics here\n", head_only);
+    if (method != "GET" && !head_only)
+        return plain(405, "Method Not Allowed", "only GET and HEAD\n", false, "Allow: GET, HEAD\r\n");
+    return response(200, "OK", render(), head_only, kMetricsContentType);
+}
+
+struct MetricsServer::State : std::enable_shared_from_this<MetricsServer::State> {
+    asio::io_context& io;
+    tcp::acceptor acceptor;
+    std::function<std::string()> render;
+    unsigned connections = 0;
+
+    State(asio::io_context& i, std::function<std::string()> r) : io(i), acceptor(i), render(std::move(r)) {}
+
+    static awaitable<void> accept_loop(std::shared_ptr<State> self)
+    {
+        for (;;) {
+            error_code ec;
+            tcp::socket sock = co_await self->acceptor.async_accept(asio::redirect_error(use_awaitable, ec));
+            if (ec == asio::error::operation_aborted || !self->acceptor.is_open())
+                co_return;
+            if (ec)
+                continue;  // EMFILE and friends: the next accept may work
+            if (self->connections >= kMaxConnections) {
+                error_code ig;
+                sock.close(ig);
+                continue;
+            }
+            self->connections++;
+            asio::co_spawn(self->io, serve(self, std::move(sock)), asio::detached);
+        }
+    }
+
+    static awaitable<void> serve(std::shared_ptr<State> self, tcp::socket sock)
+    {
+        struct Release {
+            State* s;
+            ~Release() { s->connections--; }
+        } release{self.get()};
+        auto sp = std::make_shared<tcp::socket>(std::move(sock));
+        asio::steady_timer timer(self->io, kReadTimeout);
+        bool timed_out = false;
+        timer.async_wait([sp, &timed_out](error_code ec) {
+            if (ec)
+                return;
+            timed_out = true;
+            error_code ig;
+            sp->cancel(ig);
+        });
+        std::string buf;
+        char chunk[2048];
+        size_t end = std::string::npos;
+        error_code ec;
+        while (end == std::string::npos && buf.size() <= kMaxHead) {
+            size_t n = co_await sp->async_read_some(asio::buffer(chunk), asio::redirect_error(use_awaitable, ec));
+            if (ec)
+                break;
+            buf.append(chunk, n);
+            end = buf.find("\r\n\r\n");
+        }
+        timer.cancel();
+        std::string out;
+        if (end != std::string::npos && end + 4 <= kMaxHead)
+            out = respond(std::string_view(buf).substr(0, end + 4), self->render);
+        else if (end != std::string::npos || buf.size() > kMaxHead)
+            out = plain(431, "Request Header Fields Too Large", "request head larger than 8 KiB\n");
+        else if (timed_out && !buf.empty())
+            out = plain(408, "Request Timeout", "request head not received within 5 seconds\n");
+        if (!out.empty()) {
+            error_code wec;
+            // bounded: a client that does not read blocks only this coroutine,
+            // and the timer closes it
+            timer.expires_after(kReadTimeout);
+            timer.async_wait([sp](error_code e) {
+                if (!e) {
+                    error_code ig;
+                    sp->close(ig);
+                }
+            });
+            co_await asio::async_write(*sp, asio::buffer(out), asio::redirect_error(use_awaitable, wec));
+            timer.cancel();
+            error_code ig;
+            sp->shutdown(tcp::socket::shutdown_send, ig);
+        }
+        error_code ig;
+        sp->close(ig);
+    }
+};
+
+MetricsServer::MetricsServer(asio::io_context& io, const policy::SocketAddress& address,
+                             std::function<std::string()> render)
+    : address_(address), state_(std::make_shared<State>(io, std::move(render)))
+{
+    tcp::endpoint ep = to_endpoint(address);
+    error_code ec;
+    state_->acceptor.open(ep.protocol(), ec);
+    if (!ec)
+        state_->acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+    if (!ec && ep.protocol() == tcp::v6() && address.is_wildcard())
+        state_->acceptor.set_option(asio::ip::v6_only(false), ec);
+    if (!ec)
+        state_->acceptor.bind(ep, ec);
+    if (!ec)
+        state_->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec)
+        throw std::runtime_error("daemon.metrics_address: cannot serve metrics on " + address.str() + ": " +
+                                 ec.message());
+    asio::co_spawn(io, State::accept_loop(state_), asio::detached);
+}
+
+MetricsServer::~MetricsServer()
+{
+    error_code ig;
+    state_->acceptor.close(ig);
+}
+
+}  // namespace l7fast::control

@@ -1,0 +1,52 @@
+// Prometheus text exposition (format 0.0.4) of the stats snapshot that D-Bus
+// GetStats returns, and the small HTTP server that serves it on
+// daemon.metrics_address (GET/HEAD /metrics).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "common/Asio.hpp"
+#include "control/ControlApi.hpp"
+#include "policy/Policy.hpp"
+
+namespace l7fast::control {
+
+inline constexpr const char* kMetricsContentType = "text/plain; version=0.0.4; charset=utf-8";
+
+// A label value escaped per the exposition format: backslash, double quote
+// and line feed as \\, \" and \n.
+std::string prometheus_label_value(std::string_view v);
+// Upper bound of latency bucket `i` (l7_lat_bucket) in seconds, as written
+// in `le`: "0.000002048" ... "0.033554432"; "+Inf" for the last one.
+std::string latency_bucket_le(unsigned i);
+// The whole exposition for one snapshot. `placement` is each route's
+// "kernel" or "user" (RouteStats::kernel).
+std::string render_prometheus(const StatsSnapshot& s, const std::string& version);
+
+// GET /metrics (and HEAD) on one address, on the daemon's io_context. Each
+// connection: one request head of at most 8 KiB within 5 seconds, one
+// response, close. At most 32 connections at a time; more are closed at
+// once. `render` is called on the loop for every GET/HEAD /metrics.
+class MetricsServer {
+public:
+    // Throws std::runtime_error("cannot serve metrics on ADDR: why").
+    MetricsServer(asio::io_context& io, const policy::SocketAddress& address,
+                  std::function<std::string()> render);
+    ~MetricsServer();
+    const policy::SocketAddress& address() const { return address_; }
+
+    // The response to one request head (the bytes up to and including the
+    // empty line); pure, for tests. `render` is called only for /metrics.
+    static std::string respond(std::string_view head, const std::function<std::string()>& render);
+
+private:
+    struct State;
+    policy::SocketAddress address_;
+    std::shared_ptr<State> state_;
+};
+
+}  // namespace l7fast::control

@@ -1,0 +1,76 @@
+#include "proxy/AccessLog.hpp"
+
+#include <arpa/inet.h>
+#include <sys/socket.h>
+
+#include "common/Log.hpp"
+
+namespace l7fast::proxy {
+
+std::string AccessLog::escape_target(std::string_view t)
+{
+    static const char hex[] = "0123456789abcdef";
+    std::string out;
+    const bool cut = t.size() > kMaxTarget;
+    for (unsigned char c : t.substr(0, kMaxTarget)) {
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += static_cast<char>(c);
+        } else if (c < 0x20 || c > 0x7e) {
+            out += "\\x";
+            out += hex[c >> 4];
+            out += hex[c & 15];
+        } else {
+            out += static_cast<char>(c);
+        }
+    }
+    if (cut)
+        out += "...";
+    return out;
+}
+
+std::string AccessLog::format(const AccessEntry& e)
+{
+    std::string s = "access client=" + e.client;
+    s += " method=";
+    s += e.method.empty() ? std::string("-") : escape_target(e.method);
+    s += " target=";
+    s += e.target.empty() ? std::string("-") : "\"" + escape_target(e.target) + "\"";
+    s += " route=";
+    s += e.route.empty() ? std::string("-") : escape_target(e.route);
+    s += " status=" + std::to_string(e.status);
+    s += " in=" + (e.bytes_in ? std::to_string(*e.bytes_in) : std::string("-"));
+    s += " out=" + std::to_string(e.bytes_out);
+    s += " latency_us=" + std::to_string(e.latency_ns / 1000);
+    s += e.kernel ? " path=kernel" : " path=user";
+    return s;
+}
+
+void AccessLog::write(const AccessEntry& e, std::chrono::steady_clock::time_point now)
+{
+    if (now - window_ >= std::chrono::seconds(1)) {
+        if (dropped_in_window_)
+            log::notice("access log: ", dropped_in_window_, " lines dropped over the cap of ", kMaxLinesPerSecond,
+                        " per second (", dropped_, " in all)");
+        window_ = now;
+        in_window_ = 0;
+        dropped_in_window_ = 0;
+    }
+    if (in_window_ >= kMaxLinesPerSecond) {
+        dropped_++;
+        dropped_in_window_++;
+        return;
+    }
+    in_window_++;
+    log::info(format(e));
+}
+
+std::string client_address(const l7_conn_key& k)
+{
+    char a[INET6_ADDRSTRLEN] = {};
+    inet_ntop(k.family == AF_INET6 ? AF_INET6 : AF_INET, k.client_ip, a, sizeof(a));
+    return k.family == AF_INET6 ? "[" + std::string(a) + "]:" + std::to_string(k.client_port)
+                                : std::string(a) + ":" + std::to_string(k.client_port);
+}
+
+}  // namespace l7fast::proxy

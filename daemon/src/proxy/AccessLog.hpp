@@ -1,0 +1,60 @@
+// The sampled access log (daemon.access_log_sample): one line per logged
+// exchange to stderr (the journal) at info level. The sample bounds the
+// volume; a cap of lines per second bounds it again under a flood, and what
+// the cap drops is counted and reported.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "l7fast_abi.h"
+
+namespace l7fast::proxy {
+
+struct AccessEntry {
+    std::string client;       // "ip:port" of the client
+    std::string_view method;  // empty: not known (kernel path)
+    std::string_view target;  // empty: not known (kernel path)
+    std::string_view route;
+    int status = 0;
+    std::optional<uint64_t> bytes_in;  // request bytes; not known on the kernel path
+    uint64_t bytes_out = 0;
+    uint64_t latency_ns = 0;
+    bool kernel = false;
+};
+
+class AccessLog {
+public:
+    static constexpr uint32_t kMaxLinesPerSecond = 1000;
+    static constexpr size_t kMaxTarget = 256;
+
+    void set_sample(uint32_t n) { sample_ = n; }
+    uint32_t sample() const { return sample_; }
+    // Counts one exchange of the slow path; true when it is to be logged.
+    bool sampled() { return sample_ != 0 && seen_++ % sample_ == 0; }
+    // Writes the line unless this second's cap is reached (then counts it).
+    void write(const AccessEntry& e, std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now());
+    uint64_t dropped() const { return dropped_; }
+
+    // "access client=... method=GET target=\"/a\" route=r status=200 in=77
+    // out=120 latency_us=85 path=user"; "-" for what is not known.
+    static std::string format(const AccessEntry& e);
+    // The target bounded to kMaxTarget bytes, `"` `\` and bytes outside
+    // 0x20..0x7e escaped (\" \\ \xHH), "..." appended when cut.
+    static std::string escape_target(std::string_view t);
+
+private:
+    uint32_t sample_ = 0;
+    uint64_t seen_ = 0;
+    std::chrono::steady_clock::time_point window_{};
+    uint32_t in_window_ = 0;
+    uint64_t dropped_ = 0, dropped_in_window_ = 0;
+};
+
+// "ip:port" of a connection's client ("[ip6]:port").
+std::string client_address(const l7_conn_key& k);
+
+}  // namespace l7fast::proxy

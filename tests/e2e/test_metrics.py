@@ -1,0 +1,260 @@
+"""daemon.metrics_address and daemon.access_log_sample: the Prometheus
+endpoint serves the snapshot `l7fastctl stats` shows (kernel and slow-path
+figures, cumulative latency buckets), refuses other paths, moves on a
+reload (a bind failure fails the reload and keeps the old one); the sampled
+access log writes one line per request (kernel and slow path) with sample 1
+and none with 0."""
+import re
+import socket
+import time
+
+import pytest
+
+from l7env import Conn, free_port
+
+PROM_LINE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
+LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+def policy(port, backend):
+    return f"""
+[[listener]]
+name = "web"
+address = "127.0.0.1:{port}"
+[[cluster]]
+name = "b"
+endpoints = [ {{ address = "{backend.address()}" }} ]
+[[route]]
+name = "user"
+cluster = "b"
+offload = false
+match = {{ path_prefix = "/user" }}
+[[route]]
+name = "kern"
+cluster = "b"
+match = {{ path_prefix = "/kern" }}
+"""
+
+
+@pytest.fixture(scope="module")
+def web(env):
+    b = env.backend("b")
+    port = free_port()
+    mport = free_port()
+    env.start(policy(port, b), daemon_settings=f'metrics_address = "127.0.0.1:{mport}"')
+    env.web_policy = policy(port, b)
+    env.metrics_port = mport
+    return port
+
+
+def http(port, raw, timeout=5.0):
+    """Sends raw bytes, returns (status, headers, body) of the one response."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(raw)
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    status = int(lines[0].split()[1])
+    headers = {}
+    for line in lines[1:]:
+        k, _, v = line.partition(":")
+        headers[k.strip().lower()] = v.strip()
+    return status, headers, body
+
+
+def scrape(port):
+    status, headers, body = http(port, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert status == 200
+    assert headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8"
+    assert int(headers["content-length"]) == len(body)
+    return parse(body.decode())
+
+
+def parse(text):
+    """{(name, frozenset(labels)): value}, checking the line grammar, and
+    that every sample's family has HELP and TYPE first."""
+    samples, typed = {}, {}
+    for line in text.splitlines():
+        if line.startswith("# HELP "):
+            continue
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split(" ")
+            typed[name] = kind
+            continue
+        m = PROM_LINE.match(line)
+        assert m, line
+        name, labels, value = m.groups()
+        family = re.sub(r"_(bucket|count|sum)$", "", name) if re.sub(
+            r"_(bucket|count|sum)$", "", name) in typed else name
+        assert family in typed, line
+        lab = frozenset(LABEL.findall(labels or ""))
+        samples[(name, lab)] = float(value)
+    return samples
+
+
+def get(samples, name, **labels):
+    return samples[(name, frozenset(labels.items()))]
+
+
+def send(env, port, path, n, local=True):
+    if local:
+        with env.local():
+            c = Conn(port)
+    else:
+        c = Conn(port)
+    for _ in range(n):
+        c.request("GET", path)
+        assert c.read_response().status == 200
+    c.close()
+
+
+def test_metrics_match_stats_and_the_requests_sent(env, web):
+    send(env, web, "/kern/a", 12)
+    send(env, web, "/user/a", 5)
+    m = scrape(env.metrics_port)
+    st = env.stats()
+    assert get(m, "l7fast_policy_generation") == st["generation"]
+    assert get(m, "l7fast_route_info", route="kern", placement="kernel") == 1
+    assert get(m, "l7fast_route_info", route="user", placement="user") == 1
+    kern, user = st["routes"]["kern"], st["routes"]["user"]
+    # what was sent (the daemon is fresh): kernel requests on the kernel path
+    assert get(m, "l7fast_route_requests_total", route="kern", path="kernel") == 12
+    assert get(m, "l7fast_route_requests_total", route="kern", path="user") == 0
+    assert get(m, "l7fast_route_requests_total", route="user", path="user") == 5
+    assert get(m, "l7fast_route_responses_total", route="kern", **{"class": "2xx"}) == 12
+    assert get(m, "l7fast_route_responses_total", route="user", **{"class": "2xx"}) == 5
+    for name, r in (("kern", kern), ("user", user)):
+        assert get(m, "l7fast_route_requests_total", route=name, path="kernel") == r["requests_kernel"]
+        assert get(m, "l7fast_route_requests_total", route=name, path="user") == r["requests_user"]
+        for cls, v in r["responses"].items():
+            assert get(m, "l7fast_route_responses_total", route=name, **{"class": cls}) == v
+        assert get(m, "l7fast_route_request_bytes_total", route=name) == r["bytes_in"] > 0
+        assert get(m, "l7fast_route_response_bytes_total", route=name) == r["bytes_out"] > 0
+        cum = 0
+        buckets = [(lab, v) for (n, lab), v in m.items()
+                   if n == "l7fast_route_response_latency_seconds_bucket" and ("route", name) in lab]
+        assert len(buckets) == len(r["latency_buckets"])
+        les = sorted(buckets, key=lambda b: float(dict(b[0])["le"]))
+        for (lab, v), n in zip(les, r["latency_buckets"]):
+            cum += n
+            assert v == cum, (dict(lab), v, cum)
+        assert dict(les[-1][0])["le"] == "+Inf"
+        assert get(m, "l7fast_route_response_latency_seconds_count", route=name) == cum == sum(r["responses"].values())
+        for reason, v in r["rejected"].items():
+            assert get(m, "l7fast_route_rejections_total", route=name, reason=reason) == v
+        assert get(m, "l7fast_route_direct_responses_total", route=name) == r["direct_responses"]
+    assert get(m, "l7fast_requests_no_route_total") == st["no_route"]
+    for k, v in st["counters"].items():
+        if k.startswith("to_slow_path_"):
+            assert get(m, "l7fast_dataplane_to_slow_path_total", reason=k[len("to_slow_path_"):]) == v
+        else:
+            assert get(m, "l7fast_dataplane_events_total", event=k) == v
+    # the 5 slow-path requests were handed over (route_user, or user_mode
+    # once the connection is the slow path's)
+    assert sum(v for (n, _), v in m.items() if n == "l7fast_dataplane_to_slow_path_total") >= 5
+    assert get(m, "l7fast_dataplane_events_total", event="requests_kernel") >= 12
+
+
+def test_metrics_endpoint_refuses_other_paths_and_methods(env, web):
+    port = env.metrics_port
+    status, headers, body = http(port, b"HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert status == 200 and body == b"" and int(headers["content-length"]) > 0
+    assert http(port, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")[0] == 404
+    assert http(port, b"GET /metricsx HTTP/1.1\r\nHost: x\r\n\r\n")[0] == 404
+    status, headers, _ = http(port, b"POST /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert status == 405 and headers["allow"] == "GET, HEAD"
+    assert http(port, b"GET /metrics HTTP/9\r\n\r\n")[0] == 400
+    assert http(port, b"\x00\x01 nonsense\r\n\r\n")[0] == 400
+    assert http(port, b"GET /metrics HTTP/1.1\r\nX: " + b"a" * 9000 + b"\r\n\r\n")[0] == 431
+    # a client that sends nothing does not hold the daemon: others are served
+    idle = socket.create_connection(("127.0.0.1", port))
+    try:
+        assert scrape(port)
+        t0 = time.time()
+        idle.settimeout(10)
+        assert idle.recv(100) == b""  # closed after the read timeout
+        assert time.time() - t0 < 8
+    finally:
+        idle.close()
+
+
+def test_reload_moves_the_metrics_listener_and_a_bind_failure_keeps_the_old_one(env, web):
+    d = env.daemon
+    old = env.metrics_port
+    new = free_port()
+    gen = env.stats()["generation"]
+    d.header = d.header.replace(f'metrics_address = "127.0.0.1:{old}"', f'metrics_address = "127.0.0.1:{new}"')
+    d.write_policy(env.web_policy)
+    assert "READY=1" in d.reload()
+    assert get(scrape(new), "l7fast_policy_generation") == gen + 1
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", old), timeout=2).close()
+    env.metrics_port = new
+
+    # an address something else holds: the reload fails, nothing changes
+    squatter = socket.socket()
+    squatter.bind(("127.0.0.1", 0))
+    squatter.listen()
+    busy = squatter.getsockname()[1]
+    try:
+        d.header = d.header.replace(f'metrics_address = "127.0.0.1:{new}"', f'metrics_address = "127.0.0.1:{busy}"')
+        d.write_policy(env.web_policy)
+        rc, out, err = env.ctl("reload")
+        assert "last reload failed" in d.wait_notify("READY=1")
+        assert rc != 0
+        assert f"daemon.metrics_address: cannot serve metrics on 127.0.0.1:{busy}" in err, err
+        assert get(scrape(new), "l7fast_policy_generation") == gen + 1
+        assert env.stats()["generation"] == gen + 1
+    finally:
+        squatter.close()
+        d.header = d.header.replace(f'metrics_address = "127.0.0.1:{busy}"', f'metrics_address = "127.0.0.1:{new}"')
+        d.write_policy(env.web_policy)
+        assert "last reload failed" not in d.reload()
+
+
+def access_lines(env, since):
+    return [l for l in env.daemon.log().splitlines()[since:] if " access client=" in l or l.startswith("access ")]
+
+
+def set_sample(env, n):
+    d = env.daemon
+    d.header = re.sub(r"\naccess_log_sample = \d+", "", d.header).rstrip("\n") + f"\naccess_log_sample = {n}\n"
+    d.write_policy(env.web_policy)
+    assert "last reload failed" not in d.reload()
+
+
+def test_access_log_one_line_per_request_on_both_paths_with_sample_1(env, web):
+    set_sample(env, 1)
+    mark = len(env.daemon.log().splitlines())
+    k0 = env.stats()["routes"]["kern"]["requests_kernel"]
+    send(env, web, "/kern/logged?x=1", 4)
+    send(env, web, "/user/logged?y=2", 3)
+    assert env.stats()["routes"]["kern"]["requests_kernel"] - k0 == 4
+    deadline = time.time() + 5
+    while time.time() < deadline and len(access_lines(env, mark)) < 7:
+        time.sleep(0.1)
+    lines = access_lines(env, mark)
+    kern = [l for l in lines if "path=kernel" in l]
+    user = [l for l in lines if "path=user" in l]
+    assert len(kern) == 4 and len(user) == 3, "\n".join(lines)
+    for l in kern:
+        assert re.search(r"access client=127\.0\.0\.1:\d+ method=- target=- route=kern status=200 in=- "
+                         r"out=\d+ latency_us=\d+ path=kernel$", l), l
+    for l in user:
+        assert re.search(r'access client=127\.0\.0\.1:\d+ method=GET target="/user/logged\?y=2" route=user '
+                         r"status=200 in=\d+ out=\d+ latency_us=\d+ path=user$", l), l
+
+
+def test_access_log_sample_0_logs_nothing(env, web):
+    set_sample(env, 0)
+    mark = len(env.daemon.log().splitlines())
+    send(env, web, "/kern/quiet", 3)
+    send(env, web, "/user/quiet", 3)
+    send(env, web, "/kern/quiet-remote", 2, local=False)
+    time.sleep(0.5)
+    assert access_lines(env, mark) == []

@@ -1,0 +1,275 @@
+// Prometheus exposition of the stats snapshot, the metrics endpoint's HTTP
+// handling, and the access log's line format and rate cap.
+#include <gtest/gtest.h>
+
+#include "common/Log.hpp"
+#include "control/Metrics.hpp"
+#include "l7_common.h"
+#include "proxy/AccessLog.hpp"
+
+using namespace l7fast;
+using control::MetricsServer;
+
+namespace {
+
+control::StatsSnapshot sample_snapshot()
+{
+    control::StatsSnapshot s;
+    s.generation = 3;
+    control::RouteStats r;
+    r.name = "api";
+    r.kernel = true;
+    r.requests_kernel = 5;
+    r.requests_user = 2;
+    r.status[2] = 6;
+    r.status[5] = 1;
+    r.bytes_in = 700;
+    r.bytes_out = 9000;
+    r.latency.assign(L7_LAT_BUCKETS, 0);
+    r.latency[0] = 1;
+    r.latency[3] = 4;
+    r.latency[15] = 2;
+    r.rbac_denied = 1;
+    r.direct_responses = 1;
+    s.routes.push_back(r);
+    s.counters = {{"requests_kernel", 5}, {"to_slow_path_route_user", 2}};
+    s.requests_kernel = 5;
+    s.requests_user = 2;
+    s.no_route = 4;
+    return s;
+}
+
+}  // namespace
+
+TEST(Metrics, ExactExpositionOfASnapshot)
+{
+    const char* expected = R"(# HELP l7fast_build_info l7fastd version (the value is always 1).
+# TYPE l7fast_build_info gauge
+l7fast_build_info{version="1.2.3"} 1
+# HELP l7fast_policy_generation Policy generation in force (one more on every successful reload).
+# TYPE l7fast_policy_generation gauge
+l7fast_policy_generation 3
+# HELP l7fast_route_info Where a route of the policy in force runs: placement kernel or user (the slow path).
+# TYPE l7fast_route_info gauge
+l7fast_route_info{route="api",placement="kernel"} 1
+# HELP l7fast_route_requests_total Requests matched to the route, by the path that handled them (kernel or user).
+# TYPE l7fast_route_requests_total counter
+l7fast_route_requests_total{route="api",path="kernel"} 5
+l7fast_route_requests_total{route="api",path="user"} 2
+# HELP l7fast_route_responses_total Responses to the route's requests, by status class (other: no valid status).
+# TYPE l7fast_route_responses_total counter
+l7fast_route_responses_total{route="api",class="1xx"} 0
+l7fast_route_responses_total{route="api",class="2xx"} 6
+l7fast_route_responses_total{route="api",class="3xx"} 0
+l7fast_route_responses_total{route="api",class="4xx"} 0
+l7fast_route_responses_total{route="api",class="5xx"} 1
+l7fast_route_responses_total{route="api",class="other"} 0
+# HELP l7fast_route_request_bytes_total Request bytes received from clients (heads and Content-Length bodies).
+# TYPE l7fast_route_request_bytes_total counter
+l7fast_route_request_bytes_total{route="api"} 700
+# HELP l7fast_route_response_bytes_total Response bytes sent to clients.
+# TYPE l7fast_route_response_bytes_total counter
+l7fast_route_response_bytes_total{route="api"} 9000
+# HELP l7fast_route_response_latency_seconds Time from a request's arrival to the end of its response, in log2 buckets (no _sum: the data plane counts buckets only).
+# TYPE l7fast_route_response_latency_seconds histogram
+l7fast_route_response_latency_seconds_bucket{route="api",le="0.000002048"} 1
+l7fast_route_response_latency_seconds_bucket{route="api",le="0.000004096"} 1
+l7fast_route_response_latency_seconds_bucket{route="api",le="0.000008192"} 1
+l7fast_route_response_latency_seconds_bucket{route="api",le="0.000016384"} 5
+l7fast_route_response_latency_seconds_bucket{route="api",le="0.000032768"} 5
+l7fast_route_response_latency_seconds_bucket{route="api",le="0.000065536"} 5
+l7fast_route_response_latency_seconds_bucket{route="api",le="0.000131072"} 5
+l7fast_route_response_latency_seconds_bucket{route="api",le="0.000262144"} 5
+l7fast_route_response_latency_seconds_bucket{route="api",le="0.000524288"} 5
+l7fast_route_response_latency_seconds_bucket{route="api",le="0.001048576"} 5
+l7fast_route_response_latency_seconds_bucket{route="api",le="0.002097152"} 5
+l7fast_route_response_latency_seconds_bucket{route="api",le="0.004194304"} 5
+l7fast_route_response_latency_seconds_bucket{route="api",le="0.008388608"} 5
+l7fast_route_response_latency_seconds_bucket{route="api",le="0.016777216"} 5
+l7fast_route_response_latency_seconds_bucket{route="api",le="0.033554432"} 5
+l7fast_route_response_latency_seconds_bucket{route="api",le="+Inf"} 7
+l7fast_route_response_latency_seconds_count{route="api"} 7
+# HELP l7fast_route_rejections_total Requests the route's policy refused, by reason (answered by l7fastd).
+# TYPE l7fast_route_rejections_total counter
+l7fast_route_rejections_total{route="api",reason="jwt_missing"} 0
+l7fast_route_rejections_total{route="api",reason="jwt_invalid"} 0
+l7fast_route_rejections_total{route="api",reason="rbac_denied"} 1
+l7fast_route_rejections_total{route="api",reason="rate_limited"} 0
+# HELP l7fast_route_direct_responses_total Requests answered with the route's direct response.
+# TYPE l7fast_route_direct_responses_total counter
+l7fast_route_direct_responses_total{route="api"} 1
+# HELP l7fast_requests_no_route_total Requests that matched no route (answered 404 by the slow path).
+# TYPE l7fast_requests_no_route_total counter
+l7fast_requests_no_route_total 4
+# HELP l7fast_dataplane_events_total Kernel data-plane counters (l7fastctl stats, DATA PLANE).
+# TYPE l7fast_dataplane_events_total counter
+l7fast_dataplane_events_total{event="requests_kernel"} 5
+# HELP l7fast_dataplane_to_slow_path_total Requests the kernel data plane handed to the slow path, by reason.
+# TYPE l7fast_dataplane_to_slow_path_total counter
+l7fast_dataplane_to_slow_path_total{reason="route_user"} 2
+)";
+    EXPECT_EQ(control::render_prometheus(sample_snapshot(), "1.2.3"), expected);
+}
+
+TEST(Metrics, LabelValuesAreEscaped)
+{
+    EXPECT_EQ(control::prometheus_label_value("plain-name_1"), "plain-name_1");
+    EXPECT_EQ(control::prometheus_label_value("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    auto s = sample_snapshot();
+    s.routes[0].name = "we\"ird\\";
+    std::string text = control::render_prometheus(s, "v\n1");
+    EXPECT_NE(text.find("l7fast_build_info{version=\"v\\n1\"} 1\n"), std::string::npos);
+    EXPECT_NE(text.find("l7fast_route_direct_responses_total{route=\"we\\\"ird\\\\\"} 1\n"), std::string::npos);
+    // every sample line is one line: no raw line feed inside a label
+    for (size_t pos = 0, next; (next = text.find('\n', pos)) != std::string::npos; pos = next + 1) {
+        std::string_view line(text.data() + pos, next - pos);
+        ASSERT_FALSE(line.empty());
+        if (line[0] != '#') {
+            size_t sp = line.rfind(' ');
+            ASSERT_NE(sp, std::string_view::npos) << line;
+        }
+    }
+}
+
+TEST(Metrics, BucketBoundsAreThoseOfTheDataPlane)
+{
+    for (unsigned i = 0; i + 1 < L7_LAT_BUCKETS; i++) {
+        uint64_t bound = uint64_t{1} << (i + 11);
+        EXPECT_EQ(l7_lat_bucket(bound - 1), i) << i;
+        EXPECT_EQ(l7_lat_bucket(bound), i + 1) << i;
+        // le is the bound in seconds, exactly
+        EXPECT_EQ(static_cast<uint64_t>(std::stod(control::latency_bucket_le(i)) * 1e9 + 0.5), bound);
+    }
+    EXPECT_EQ(control::latency_bucket_le(L7_LAT_BUCKETS - 1), "+Inf");
+}
+
+TEST(Metrics, HistogramIsCumulativeAndCountMatchesInf)
+{
+    auto s = sample_snapshot();
+    for (unsigned i = 0; i < L7_LAT_BUCKETS; i++)
+        s.routes[0].latency[i] = i + 1;
+    std::string text = control::render_prometheus(s, "x");
+    uint64_t prev = 0, total = 0;
+    for (unsigned i = 0; i < L7_LAT_BUCKETS; i++)
+        total += i + 1;
+    size_t pos = 0;
+    for (unsigned i = 0; i < L7_LAT_BUCKETS; i++) {
+        std::string key = "_bucket{route=\"api\",le=\"" + control::latency_bucket_le(i) + "\"} ";
+        pos = text.find(key, pos);
+        ASSERT_NE(pos, std::string::npos) << key;
+        uint64_t v = std::stoull(text.substr(pos + key.size()));
+        EXPECT_EQ(v, prev + i + 1);
+        prev = v;
+    }
+    EXPECT_EQ(prev, total);
+    EXPECT_NE(text.find("l7fast_route_response_latency_seconds_count{route=\"api\"} " + std::to_string(total) + "\n"),
+              std::string::npos);
+    EXPECT_EQ(text.find("_seconds_sum"), std::string::npos);  // no sum: the kernel counts buckets only
+}
+
+TEST(Metrics, NoDataPlaneCountersWithoutADataPlane)
+{
+    auto s = sample_snapshot();
+    s.counters.clear();
+    std::string text = control::render_prometheus(s, "x");
+    EXPECT_EQ(text.find("l7fast_dataplane"), std::string::npos);
+}
+
+TEST(MetricsHttp, ServesMetricsAndRefusesTheRest)
+{
+    int calls = 0;
+    auto render = [&] {
+        calls++;
+        return std::string("m 1\n");
+    };
+    std::string ok = MetricsServer::respond("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", render);
+    EXPECT_EQ(ok,
+              "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
+              "Content-Length: 4\r\nConnection: close\r\n\r\nm 1\n");
+    std::string head = MetricsServer::respond("HEAD /metrics?x=1 HTTP/1.0\r\n\r\n", render);
+    EXPECT_EQ(head.rfind("HTTP/1.1 200 OK\r\n", 0), 0u);
+    EXPECT_NE(head.find("Content-Length: 4\r\n"), std::string::npos);
+    EXPECT_EQ(head.substr(head.size() - 4), "\r\n\r\n");
+    EXPECT_EQ(calls, 2);
+
+    auto status = [&](std::string_view req) {
+        std::string r = MetricsServer::respond(req, render);
+        return r.substr(0, r.find("\r\n"));
+    };
+    EXPECT_EQ(status("GET / HTTP/1.1\r\n\r\n"), "HTTP/1.1 404 Not Found");
+    EXPECT_EQ(status("GET /metrics/x HTTP/1.1\r\n\r\n"), "HTTP/1.1 404 Not Found");
+    EXPECT_EQ(status("POST /metrics HTTP/1.1\r\n\r\n"), "HTTP/1.1 405 Method Not Allowed");
+    EXPECT_EQ(status("GET /metrics HTTP/2.0\r\n\r\n"), "HTTP/1.1 400 Bad Request");
+    EXPECT_EQ(status("GET  /metrics HTTP/1.1\r\n\r\n"), "HTTP/1.1 400 Bad Request");
+    EXPECT_EQ(status("GET metrics HTTP/1.1\r\n\r\n"), "HTTP/1.1 400 Bad Request");
+    EXPECT_EQ(status("G(T /metrics HTTP/1.1\r\n\r\n"), "HTTP/1.1 400 Bad Request");
+    EXPECT_EQ(status("GET /metrics HTTP/1.1\r\nX: a\x01\r\n\r\n"), "HTTP/1.1 400 Bad Request");
+    EXPECT_EQ(status("garbage\r\n\r\n"), "HTTP/1.1 400 Bad Request");
+    EXPECT_EQ(calls, 2);
+}
+
+TEST(AccessLog, LineFormat)
+{
+    proxy::AccessEntry e;
+    e.client = "127.0.0.1:4242";
+    e.method = "GET";
+    e.target = "/a?q=\"x\"\\";
+    e.route = "api";
+    e.status = 200;
+    e.bytes_in = 77;
+    e.bytes_out = 120;
+    e.latency_ns = 85'600;
+    EXPECT_EQ(proxy::AccessLog::format(e),
+              "access client=127.0.0.1:4242 method=GET target=\"/a?q=\\\"x\\\"\\\\\" route=api status=200 in=77 "
+              "out=120 latency_us=85 path=user");
+    proxy::AccessEntry k;
+    k.client = "[::1]:80";
+    k.route = "api";
+    k.status = 404;
+    k.bytes_out = 5;
+    k.latency_ns = 999;
+    k.kernel = true;
+    EXPECT_EQ(proxy::AccessLog::format(k),
+              "access client=[::1]:80 method=- target=- route=api status=404 in=- out=5 latency_us=0 path=kernel");
+}
+
+TEST(AccessLog, TargetIsBoundedAndEscaped)
+{
+    std::string long_target(1000, 'a');
+    std::string t = proxy::AccessLog::escape_target(long_target);
+    EXPECT_EQ(t, std::string(proxy::AccessLog::kMaxTarget, 'a') + "...");
+    EXPECT_EQ(proxy::AccessLog::escape_target("/\x01\x7f\xff"), "/\\x01\\x7f\\xff");
+}
+
+TEST(AccessLog, SamplesOneInN)
+{
+    proxy::AccessLog log;
+    int n = 0;
+    for (int i = 0; i < 100; i++)
+        n += log.sampled();
+    EXPECT_EQ(n, 0);
+    log.set_sample(10);
+    for (int i = 0; i < 100; i++)
+        n += log.sampled();
+    EXPECT_EQ(n, 10);
+    log.set_sample(1);
+    for (int i = 0; i < 100; i++)
+        n += log.sampled();
+    EXPECT_EQ(n, 110);
+}
+
+TEST(AccessLog, CapsLinesPerSecondAndCountsDrops)
+{
+    const auto level = log::level();
+    log::set_level(log::Level::Error);  // the lines themselves are not the point here
+    proxy::AccessLog log;
+    proxy::AccessEntry e;
+    e.client = "1.2.3.4:5";
+    auto t0 = std::chrono::steady_clock::now();
+    for (uint32_t i = 0; i < proxy::AccessLog::kMaxLinesPerSecond + 50; i++)
+        log.write(e, t0);
+    EXPECT_EQ(log.dropped(), 50u);
+    log.write(e, t0 + std::chrono::milliseconds(1001));  // a new second
+    EXPECT_EQ(log.dropped(), 50u);
+    l7fast::log::set_level(level);
+}

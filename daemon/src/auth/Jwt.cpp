@@ -400,8 +400,11 @@ Result Verifier::verify(std::string_view token, Clock::time_point now) const
         if (now >= r.valid_until)
             return invalid(Reason::Expired);
     }
-    if (nbf && now < numeric_date(nbf->text) - provider_.clock_skew)
-        return invalid(Reason::NotYetValid);
+    if (nbf) {
+        r.valid_from = numeric_date(nbf->text) - provider_.clock_skew;
+        if (now < r.valid_from)
+            return invalid(Reason::NotYetValid);
+    }
     if (provider_.issuer) {
         const json::Node* iss = payload.find(payload.root(), "iss");
         if (!iss || iss->type != json::Type::String || iss->text != *provider_.issuer)

@@ -109,6 +109,9 @@ struct Result {
     // exp + clock_skew: verify() accepts the token only before this instant
     // (the verified-token cache's deadline); max() without exp
     std::chrono::system_clock::time_point valid_until = std::chrono::system_clock::time_point::max();
+    // nbf - clock_skew: verify() accepts the token only from this instant
+    // on; min() without nbf
+    std::chrono::system_clock::time_point valid_from = std::chrono::system_clock::time_point::min();
     std::string token;  // the token bytes: the verified-token cache's key
 
     bool ok() const { return status == Status::Ok; }

@@ -26,6 +26,7 @@
 #include "lib/match.h"
 #include "lib/rbac.h"
 #include "lib/select.h"
+#include "l7_jwtcache.h"
 
 /* Load-time specialisation, set by the daemon through the skeleton. */
 const volatile __u32 cfg_trace = 0;          /* decision traces to the daemon */
@@ -267,6 +268,13 @@ __noinline int l7_g_decide(struct l7_scratch *s, __u32 n, struct l7_conn *c,
 	if (!(r->flags & L7_RF_KERNEL)) {
 		d->reason = L7_R_ROUTE_USER;
 		return 0;
+	}
+	if (r->flags & L7_RF_JWT) {
+		st = l7_g_jwt_admit(s, cfg, gen, r->jwt_provider);
+		if (st != L7_R_NONE) {
+			d->reason = (__u32)st;
+			return 0;
+		}
 	}
 	/* denied (or undecidable): the slow path sends the route's denial */
 	if ((r->flags & L7_RF_RBAC) &&

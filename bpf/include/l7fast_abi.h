@@ -463,6 +463,10 @@ enum l7_reason {
 	L7_R_DISABLED,
 	L7_R_PATH,             /* path not in normal form: the slow path normalises it */
 	L7_R_RBAC_DENY,        /* a kernel route's RBAC rules deny: the slow path answers */
+	L7_R_JWT_NONE,         /* JWT route: no token where its provider looks */
+	L7_R_JWT_MISS,         /* JWT route: token not in the verified-token cache */
+	L7_R_JWT_EXPIRED,      /* JWT route: cached token past exp (or before nbf) */
+	L7_R_JWT_OTHER,        /* JWT route: empty or too long a token, odd tables */
 	L7_R_COUNT,
 };
 

@@ -594,7 +594,8 @@ control::StatsSnapshot Daemon::stats()
     static const char* const reason_names[L7_R_COUNT] = {
         "none", "no_conn", "user_mode", "incomplete", "too_big", "parse", "unsupported",
         "no_route", "route_user", "pool_miss", "pipelined", "redirect", "user_pending", "disabled",
-        "path_not_normal", "rbac_deny"};
+        "path_not_normal", "rbac_deny",
+        "jwt_none", "jwt_miss", "jwt_expired", "jwt_other"};
 
     control::StatsSnapshot out;
     out.generation = generation_;

@@ -580,6 +580,69 @@ TEST(CompilerTables, TheShippedDefaultPolicyRunsInTheKernel)
 // Every policy feature the kernel tables cannot express places its route in
 // user space (the reference pipeline enforces it there) and never narrows
 // the route's bits beyond what the kernel can check.
+JwtProvider jwt_provider(const std::string& name)
+{
+    JwtProvider p;
+    p.name = name;
+    p.algorithms = {"HS256"};
+    JwtKey k;
+    k.alg = "HS256";
+    k.secret = std::string(32, 'k');
+    p.keys.push_back(k);
+    return p;
+}
+
+TEST(CompilerTables, JwtRoutesAreAdmittedFromTheTokenCache)
+{
+    Policy p = load(route_block("a", "path_prefix = \"/a\"") + route_block("b", "path_prefix = \"/b\"") +
+                    route_block("c", "path_prefix = \"/c\""));
+    ASSERT_EQ(p.routes.size(), 3u);
+    p.jwt_providers.push_back(jwt_provider("one"));
+    p.jwt_providers.push_back(jwt_provider("two"));
+    p.jwt_providers[1].from = {RequestKey::Kind::Header, "X-Token"};
+    p.jwt_providers[1].from_prefix = "";
+    p.jwt_providers[1].max_token_bytes = 100000;
+    p.jwt_providers.push_back(jwt_provider("unused"));
+    p.routes[0].jwt = "one";
+    p.routes[1].jwt = "two";
+    PoolIds pools;
+    const CompiledTables t = compile_policy(p, pools);
+    for (int r = 0; r < 3; r++)
+        EXPECT_TRUE(t.placement[r].kernel) << r << ": " << t.placement[r].reason;
+    EXPECT_EQ(t.routes[0].flags & L7_RF_JWT, unsigned(L7_RF_JWT));
+    EXPECT_EQ(t.routes[0].jwt_provider, 0);
+    EXPECT_EQ(t.routes[1].flags & L7_RF_JWT, unsigned(L7_RF_JWT));
+    EXPECT_EQ(t.routes[1].jwt_provider, 1);
+    EXPECT_EQ(t.routes[2].flags & L7_RF_JWT, 0u);
+    ASSERT_EQ(t.jwt_providers.size(), 3u);
+    // the token headers are match headers (the matcher finds their lines),
+    // which every route admits in any shape
+    ASSERT_EQ(t.meta.n_match_hdrs, 2u);
+    const l7_jwt_provider& one = t.jwt_providers[0];
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(t.meta.hdr_name[one.hdr])), "authorization");
+    EXPECT_EQ(one.prefix_len, 7);
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(one.prefix), one.prefix_len), "bearer ");
+    EXPECT_EQ(one.max_token, 4096 < L7_JWT_MAX_TOKEN ? 4096 : L7_JWT_MAX_TOKEN);
+    const l7_jwt_provider& two = t.jwt_providers[1];
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(t.meta.hdr_name[two.hdr])), "x-token");
+    EXPECT_NE(one.hdr, two.hdr);
+    EXPECT_EQ(two.prefix_len, 0);
+    EXPECT_EQ(two.max_token, L7_JWT_MAX_TOKEN);
+    // no kernel route uses it: its tokens are never cached
+    EXPECT_EQ(t.jwt_providers[2].max_token, 0);
+    for (uint32_t h = 0; h < t.meta.n_match_hdrs; h++)
+        EXPECT_EQ(bits(t.bitmaps[L7_BMI_HDR_ANY(h)]).size(), 3u);
+
+    // a provider shared with a user-placed route stays out of the kernel
+    // unless a kernel route uses it
+    Policy q = p;
+    q.routes[0].offload = false;
+    const CompiledTables u = compile_policy(q, pools);
+    EXPECT_FALSE(u.placement[0].kernel);
+    EXPECT_EQ(u.routes[0].flags & L7_RF_JWT, 0u);
+    EXPECT_EQ(u.jwt_providers[0].max_token, 0);
+}
+
 TEST(CompilerTables, FeaturesWithoutKernelSupportGoToUserSpace)
 {
     const Policy base = load(route_block("r", "path_prefix = \"/a\""));
@@ -595,7 +658,25 @@ TEST(CompilerTables, FeaturesWithoutKernelSupportGoToUserSpace)
         {"query", [](Policy& p) { p.routes[0].match.query.push_back({"q", QueryCondition::Kind::Present, ""}); }},
         {"source", [](Policy& p) { p.routes[0].match.sources.push_back(Cidr{AF_INET, {}, 0}); }},
         {"claim", [](Policy& p) { p.routes[0].match.claims.push_back({"sub", ClaimCondition::Kind::Present, ""}); }},
-        {"JWT", [](Policy& p) { p.routes[0].jwt = "corp"; }},
+        // JWT routes are admitted from the verified-token cache unless
+        // their provider needs something the kernel does not do
+        {"tokens from a cookie", [](Policy& p) {
+             p.jwt_providers.push_back(jwt_provider("corp"));
+             p.jwt_providers[0].from = {RequestKey::Kind::Cookie, "token"};
+             p.jwt_providers[0].from_prefix.clear();
+             p.routes[0].jwt = "corp";
+         }},
+        {"forwarded claims", [](Policy& p) {
+             p.jwt_providers.push_back(jwt_provider("corp"));
+             p.jwt_providers[0].forward_claims.push_back({"sub", "x-user"});
+             p.routes[0].jwt = "corp";
+         }},
+        {"token prefix longer than 16", [](Policy& p) {
+             p.jwt_providers.push_back(jwt_provider("corp"));
+             p.jwt_providers[0].from_prefix = "Authentication-Bearer ";
+             p.routes[0].jwt = "corp";
+         }},
+        {"JWT provider corp does not exist", [](Policy& p) { p.routes[0].jwt = "corp"; }},
         {"RBAC rule rule0: path_regex", [](Policy& p) {
              p.routes[0].rbac = Rbac{};
              p.routes[0].rbac->rules.push_back({"", RbacRule::Action::Allow, {}, {}});

@@ -413,6 +413,18 @@ uint32_t Dataplane::stage(const policy::CompiledTables& t, std::span<const uint3
     for (const auto& k : stale)
         bpf_map_delete_elem(lfd, &k);
 
+    // JWT: the slot's cached tokens were verified by the policy it held
+    // before; none may be admitted under this one
+    jwt_cache_delete_gen(gen);
+    int jfd = bpf_map__fd(skel_->maps.l7_jwt_providers);
+    jwt_providers_[gen].assign(L7_MAX_JWT_PROVIDERS, l7_jwt_provider{});
+    for (size_t i = 0; i < t.jwt_providers.size() && i < L7_MAX_JWT_PROVIDERS; i++)
+        jwt_providers_[gen][i] = t.jwt_providers[i];
+    for (uint32_t i = 0; i < L7_MAX_JWT_PROVIDERS; i++) {
+        uint32_t k = gen * L7_MAX_JWT_PROVIDERS + i;
+        update_or_throw(jfd, &k, &jwt_providers_[gen][i], "l7_jwt_providers");
+    }
+
     // meta of the new generation (readers still use the other one)
     config_.meta[gen] = t.meta;
     write_config();
@@ -428,6 +440,58 @@ void Dataplane::activate(uint32_t gen, uint64_t policy_generation)
     config_.flags |= L7_CF_ENABLED;
     write_config();
     active_gen_ = gen & 1;
+}
+
+void Dataplane::jwt_cache_delete_gen(std::optional<uint32_t> gen)
+{
+    int fd = bpf_map__fd(skel_->maps.l7_jwt_cache);
+    std::vector<l7_jwt_key> doomed;
+    l7_jwt_key cur{}, next{};
+    const void* prev = nullptr;
+    while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+        if (!gen || next.gen == *gen)
+            doomed.push_back(next);
+        cur = next;
+        prev = &cur;
+    }
+    for (const auto& k : doomed)
+        if (bpf_map_delete_elem(fd, &k) != 0 && errno != ENOENT)
+            throw DataplaneError("deleting from l7_jwt_cache: " + errstr(errno));
+}
+
+std::optional<Dataplane::JwtCacheTarget> Dataplane::jwt_cache_target(uint64_t policy_generation,
+                                                                     uint32_t provider) const
+{
+    const auto& providers = jwt_providers_[active_gen_ & 1];
+    if (!(config_.flags & L7_CF_ENABLED) || policy_generation != config_.generation ||
+        provider >= providers.size() || providers[provider].max_token == 0)
+        return std::nullopt;
+    JwtCacheTarget t;
+    t.gen = active_gen_ & 1;
+    t.seed = config_.meta[t.gen].seed;
+    t.max_token = providers[provider].max_token;
+    return t;
+}
+
+bool Dataplane::jwt_cache_put(const l7_jwt_key& k, const l7_jwt_entry& e)
+{
+    return bpf_map_update_elem(bpf_map__fd(skel_->maps.l7_jwt_cache), &k, &e, BPF_ANY) == 0;
+}
+
+void Dataplane::jwt_cache_clear() { jwt_cache_delete_gen(std::nullopt); }
+
+size_t Dataplane::jwt_cache_entries() const
+{
+    int fd = bpf_map__fd(skel_->maps.l7_jwt_cache);
+    size_t n = 0;
+    l7_jwt_key cur{}, next{};
+    const void* prev = nullptr;
+    while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+        n++;
+        cur = next;
+        prev = &cur;
+    }
+    return n;
 }
 
 void Dataplane::drain_route_counters(uint32_t gen, uint32_t n_routes, std::vector<RouteCounters>& out)

@@ -73,6 +73,24 @@ public:
     // in n (per CPU); 0: none
     void set_access_log_sample(uint32_t n);
 
+    // ---- verified-token cache (JWT, bpf/include/l7_jwtcache.h) -------------
+    // Where the slow path stores a token of `provider` that it verified with
+    // policy generation `policy_generation`: the active slot, its keyed hash
+    // seed and the provider's token bound. nullopt unless that policy is the
+    // active one and the kernel admits the provider's tokens in it. stage()
+    // deletes a slot's entries before it writes the slot, so an entry never
+    // outlives the policy that verified it.
+    struct JwtCacheTarget {
+        uint32_t gen = 0;
+        uint64_t seed = 0;
+        uint32_t max_token = 0;
+    };
+    std::optional<JwtCacheTarget> jwt_cache_target(uint64_t policy_generation, uint32_t provider) const;
+    bool jwt_cache_put(const l7_jwt_key& k, const l7_jwt_entry& e);
+    // Deletes every entry (the keys of a provider changed: a JWKS file).
+    void jwt_cache_clear();
+    size_t jwt_cache_entries() const;
+
     // ---- client connections ---------------------------------------------
     std::optional<l7_conn> conn(const l7_conn_key& k) const;
     // Registers a client the data plane has not seen (remote client, or a
@@ -119,6 +137,8 @@ private:
     bool load(bool adopt);
     bool pins_adoptable(std::string* why) const;
     void recover_state();
+    // deletes the verified-token cache's entries of one slot, or all
+    void jwt_cache_delete_gen(std::optional<uint32_t> gen);
 
     DataplaneOptions opts_;
     struct ::l7fast_bpf* skel_ = nullptr;
@@ -135,6 +155,8 @@ private:
     l7_config config_{};
     // match keys written per generation, so a later install can delete them
     std::vector<l7_match_key> strings_[L7_GENS];
+    // JWT providers written per generation (max_token == 0: not in the kernel)
+    std::vector<l7_jwt_provider> jwt_providers_[L7_GENS];
     int ncpus_ = 1;
     bool adopted_ = false;
     bool handover_ = false;

@@ -66,6 +66,7 @@ struct RouteShape {
     std::array<std::string, L7_MAX_MATCH_HDRS> hdr_value;
     std::vector<uint16_t> targets;  // cluster indexes, when they fit l7_route
     std::vector<uint32_t> target_weights;
+    std::optional<uint32_t> jwt_provider;  // admitted from the verified-token cache
     Reasons reasons;  // non-empty: user space
     // RBAC: the route's rules, shaped like routes (only the condition
     // fields are used), and where they are in space 1 once allocated
@@ -85,6 +86,7 @@ public:
     // Also counts the string conditions that collided under this seed.
     CompiledTables build(size_t* collisions)
     {
+        check_jwt_providers();
         assign_match_headers();
         assign_prefix_lengths();
         shapes_.resize(in_tables_);
@@ -98,6 +100,7 @@ public:
         CompiledTables t;
         t.seed = seed_;
         place_routes(t);
+        fill_jwt_providers(t);
         fill_bitmaps(t);
         fill_rule_bitmaps(t);
         fill_meta(t);
@@ -113,15 +116,68 @@ public:
 private:
     bool is_overflow_stand_in(uint32_t r) const { return overflow_ && r == in_tables_ - 1; }
 
+    // Why the kernel cannot admit a provider's tokens from the verified-token
+    // cache; empty: it can (the token header still needs a match header).
+    void check_jwt_providers()
+    {
+        for (size_t i = 0; i < p_.jwt_providers.size(); i++) {
+            const JwtProvider& jp = p_.jwt_providers[i];
+            Reasons why;
+            if (i >= L7_MAX_JWT_PROVIDERS)
+                why.add("JWT provider " + jp.name + " is beyond the first " + std::to_string(L7_MAX_JWT_PROVIDERS));
+            if (jp.from.kind != RequestKey::Kind::Header)
+                why.add("JWT provider " + jp.name + ": tokens from a cookie are checked in user space");
+            else if (jp.from.name.empty() || jp.from.name.size() > L7_MAX_HDR_NAME)
+                why.add("JWT provider " + jp.name + ": token header name longer than " +
+                        std::to_string(L7_MAX_HDR_NAME) + " bytes");
+            if (jp.from_prefix.size() > sizeof(l7_jwt_provider{}.prefix))
+                why.add("JWT provider " + jp.name + ": token prefix longer than " +
+                        std::to_string(sizeof(l7_jwt_provider{}.prefix)) + " bytes");
+            // forwarding claims sets headers and drops the client's copies:
+            // request header mutation, which runs in user space
+            if (!jp.forward_claims.empty())
+                why.add("JWT provider " + jp.name + ": forwarded claims are added in user space");
+            jwt_reason_.push_back(why.str());
+        }
+    }
+
+    std::optional<uint32_t> jwt_provider_index(const Route& route) const
+    {
+        if (!route.jwt)
+            return std::nullopt;
+        for (uint32_t i = 0; i < p_.jwt_providers.size(); i++)
+            if (p_.jwt_providers[i].name == *route.jwt)
+                return i;
+        return std::nullopt;
+    }
+
+    void assign_match_header(const std::string& name)
+    {
+        if (name.empty() || name.size() > L7_MAX_HDR_NAME || hdr_slot_.count(name) ||
+            hdr_names_.size() >= L7_MAX_MATCH_HDRS)
+            return;
+        hdr_slot_.emplace(name, static_cast<uint32_t>(hdr_names_.size()));
+        hdr_names_.push_back(name);
+    }
+
     // Header names routes match on get the L7_MAX_MATCH_HDRS slots the
-    // kernel has, first come (in route order) first served.
-    // Routes come first, then RBAC rules (in route order), so rules never
-    // take a slot a route would have had.
+    // kernel has, first come (in route order) first served: route
+    // conditions, then the token headers of JWT providers the kernel may
+    // admit from (the matcher locates those lines for l7_g_jwt_admit),
+    // then RBAC rules (in route order), so rules never take a slot a
+    // route would have had.
     void assign_match_headers()
     {
         for (uint32_t r = 0; r < in_tables_; r++)
             if (!is_overflow_stand_in(r))
                 assign_match_headers(p_.routes[r].match);
+        for (uint32_t r = 0; r < in_tables_; r++) {
+            if (is_overflow_stand_in(r))
+                continue;
+            const std::optional<uint32_t> pi = jwt_provider_index(p_.routes[r]);
+            if (pi && jwt_reason_[*pi].empty())
+                assign_match_header(lower(p_.jwt_providers[*pi].from.name));
+        }
         for (uint32_t r = 0; r < in_tables_; r++)
             if (!is_overflow_stand_in(r) && p_.routes[r].rbac)
                 for (const RbacRule& rule : p_.routes[r].rbac->rules)
@@ -130,14 +186,32 @@ private:
 
     void assign_match_headers(const RouteMatch& m)
     {
-        for (const HeaderCondition& c : m.headers) {
-            const std::string name = lower(c.name);
-            if (name.empty() || name.size() > L7_MAX_HDR_NAME || hdr_slot_.count(name) ||
-                hdr_names_.size() >= L7_MAX_MATCH_HDRS)
-                continue;
-            hdr_slot_.emplace(name, static_cast<uint32_t>(hdr_names_.size()));
-            hdr_names_.push_back(name);
+        for (const HeaderCondition& c : m.headers)
+            assign_match_header(lower(c.name));
+    }
+
+    // A route with a provider is admitted in the kernel from the
+    // verified-token cache when the provider allows it; the slow path
+    // verifies and fills the cache.
+    void shape_jwt(const Route& route, RouteShape& s)
+    {
+        if (!route.jwt)
+            return;
+        const std::optional<uint32_t> pi = jwt_provider_index(route);
+        if (!pi) {
+            s.reasons.add("JWT provider " + *route.jwt + " does not exist");
+            return;
         }
+        if (!jwt_reason_[*pi].empty()) {
+            s.reasons.add(jwt_reason_[*pi]);
+            return;
+        }
+        if (!hdr_slot_.count(lower(p_.jwt_providers[*pi].from.name))) {
+            s.reasons.add("more than " + std::to_string(L7_MAX_MATCH_HDRS) +
+                          " distinct header names (with the JWT token header)");
+            return;
+        }
+        s.jwt_provider = *pi;
     }
 
     // Routes first, then RBAC rules, as for header names.
@@ -209,8 +283,7 @@ private:
             s.reasons.add("source address conditions run in user space");
         if (!m.claims.empty())
             s.reasons.add("claim conditions run in user space");
-        if (route.jwt)
-            s.reasons.add("JWT authentication runs in user space");
+        shape_jwt(route, s);
         if (route.rate_limit)
             s.reasons.add("rate limits run in user space");
         if (route.direct_response)
@@ -576,6 +649,10 @@ private:
             l7_route out{};
             out.flags = L7_RF_VALID | (placement.kernel ? L7_RF_KERNEL : 0);
             out.stats_id = r;
+            if (placement.kernel && s.jwt_provider) {
+                out.flags |= L7_RF_JWT;
+                out.jwt_provider = static_cast<__u16>(*s.jwt_provider);
+            }
             uint32_t cum = 0;
             for (size_t i = 0; i < s.targets.size(); i++) {
                 cum += s.target_weights[i];
@@ -597,6 +674,22 @@ private:
             }
             t.routes.push_back(out);
             t.placement.push_back(std::move(placement));
+        }
+    }
+
+    void fill_jwt_providers(CompiledTables& t) const
+    {
+        t.jwt_providers.assign(std::min<size_t>(p_.jwt_providers.size(), L7_MAX_JWT_PROVIDERS), l7_jwt_provider{});
+        for (const l7_route& r : t.routes) {
+            if (!(r.flags & L7_RF_JWT) || r.jwt_provider >= t.jwt_providers.size())
+                continue;
+            const JwtProvider& jp = p_.jwt_providers[r.jwt_provider];
+            l7_jwt_provider& out = t.jwt_providers[r.jwt_provider];
+            const std::string prefix = lower(jp.from_prefix);
+            out.hdr = static_cast<__u16>(hdr_slot_.at(lower(jp.from.name)));
+            out.prefix_len = static_cast<__u16>(prefix.size());
+            out.max_token = static_cast<__u16>(std::min<uint32_t>(jp.max_token_bytes, L7_JWT_MAX_TOKEN));
+            std::memcpy(out.prefix, prefix.data(), prefix.size());
         }
     }
 
@@ -729,6 +822,7 @@ private:
     std::vector<l7_cluster> clusters_;
     std::vector<l7_endpoint> endpoints_;
     std::vector<std::string> cluster_reason_;  // non-empty: no kernel endpoints
+    std::vector<std::string> jwt_reason_;      // per provider; non-empty: user space
 };
 
 }  // namespace

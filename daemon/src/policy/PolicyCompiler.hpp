@@ -56,6 +56,10 @@ struct CompiledTables {
     std::vector<l7_endpoint> endpoints;  // at most L7_MAX_ENDPOINTS
     // min(listeners, L7_MAX_LISTENERS), id = index in Policy::listeners
     std::vector<std::pair<l7_listener_key, l7_listener>> listeners;
+    // per Policy::jwt_providers entry (at most L7_MAX_JWT_PROVIDERS): where
+    // the kernel finds its token; max_token == 0 when no kernel-placed route
+    // uses the provider (its tokens are then never cached)
+    std::vector<l7_jwt_provider> jwt_providers;
     std::vector<RoutePlacement> placement;              // one per Policy::routes entry
     std::vector<ListenerPlacement> listener_placement;  // one per Policy::listeners entry
     // Things an operator may want to know that are not a route's placement,

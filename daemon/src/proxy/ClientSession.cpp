@@ -607,6 +607,10 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
         };
 
         const Verdict verdict = decide(*rt, ri, view, auth, monotonic_ns());
+        // a token the reference verifier accepted (iss, aud, exp, nbf
+        // included): the kernel may admit its very bytes from now on
+        if (verdict.claims && ri < rt->route_jwt.size() && rt->route_jwt[ri])
+            server_.cache_verified_token(*rt, *rt->route_jwt[ri], auth.result(*rt->route_jwt[ri]));
         if (verdict.kind != Verdict::Kind::Forward) {
             count_verdict(server_.user_extras_for(route.name), verdict);
             if (verdict.kind != Verdict::Kind::Direct)

@@ -4,11 +4,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <ctime>
 
 #include "common/FdStore.hpp"
 #include "auth/Jwt.hpp"
+#include "auth/JwtCache.hpp"
 #include "common/Log.hpp"
 #include "dataplane/Dataplane.hpp"
 #include "policy/Router.hpp"
@@ -406,9 +409,26 @@ void ProxyServer::tick()
     pool_.sweep(rt_->policy().daemon.request_timeout);
     // one stat(2) per JWKS file when nothing changed; a new file that is
     // bad keeps the previous keys (Jwks logs both outcomes)
+    bool reloaded = false;
     for (const auto& v : rt_->verifiers)
-        if (v)
-            v->refresh_if_changed();
+        if (v && v->refresh_if_changed() == auth::Jwks::Refresh::Reloaded)
+            reloaded = true;
+    // a token verified with a key that is gone now must not be admitted
+    if (reloaded && dp_)
+        dp_->jwt_cache_clear();
+}
+
+void ProxyServer::cache_verified_token(const PolicyRuntime& rt, size_t provider, const auth::Result& r)
+{
+    if (!dp_ || !r.ok() || provider > UINT32_MAX)
+        return;
+    const auto target = dp_->jwt_cache_target(rt.generation, static_cast<uint32_t>(provider));
+    if (!target)
+        return;
+    const auto e = auth::cache_entry(r, target->gen, static_cast<uint32_t>(provider), target->seed,
+                                     target->max_token, auth::cache_clock_now());
+    if (e && !dp_->jwt_cache_put(e->key, e->entry))
+        log::debug("verified-token cache: insert failed: ", std::strerror(errno));
 }
 
 }  // namespace l7fast::proxy

@@ -31,6 +31,7 @@ class RateLimiter;
 }  // namespace l7fast::policy
 namespace l7fast::auth {
 class Verifier;
+struct Result;
 }
 namespace l7fast::lb {
 class HashBalancer;
@@ -139,8 +140,12 @@ public:
     // Data-plane events.
     void on_event(const l7_event& ev);
     // Periodic maintenance: pool sweep and warm-up, JWKS files re-read when
-    // they changed.
+    // they changed (and then the verified-token cache emptied).
     void tick();
+    // A token of rt's provider `provider` that the reference verifier just
+    // accepted (`r`): stored in the data plane's verified-token cache when
+    // rt is the active policy and the kernel admits that provider's tokens.
+    void cache_verified_token(const PolicyRuntime& rt, size_t provider, const auth::Result& r);
 
     // Stable id of a listening address (kept across reloads).
     uint32_t listener_id_for(const policy::SocketAddress& a);

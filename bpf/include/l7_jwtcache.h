@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * JWT admission from the verified-token cache (ARCHITECTURE.md §3, "JWT
+ * routes"). The kernel never verifies a signature: the slow path verifies a
+ * token with the reference verifier (daemon/src/auth/Jwt.*) and stores the
+ * token's exact bytes here; the kernel admits a later request of a route of
+ * the same provider and generation only when its token equals a stored one
+ * byte for byte (the keyed hash only finds the entry) and the entry's
+ * deadlines, in bpf_ktime_get_boot_ns() time, hold. Everything else (no
+ * token, a miss, an expired entry, an odd shape) goes to the slow path,
+ * which answers 401 or verifies, stores and forwards.
+ *
+ * Included by bpf/l7fast.bpf.c after lib/match.h: the token is the value of
+ * the provider's match header, which the matcher located (s->hdr_val).
+ */
+#ifndef L7_JWTCACHE_H
+#define L7_JWTCACHE_H
+
+#include "lib/conn.h"
+
+/* daemon writes (PolicyCompiler, per generation); req reads.
+ * Index gen * L7_MAX_JWT_PROVIDERS + provider; max_token == 0: the provider
+ * is not in the kernel. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, L7_GENS * L7_MAX_JWT_PROVIDERS);
+	__type(key, __u32);
+	__type(value, struct l7_jwt_provider);
+} l7_jwt_providers SEC(".maps");
+
+/* daemon inserts after a successful reference verification (ClientSession)
+ * and deletes a generation's entries before staging that generation; req
+ * reads. LRU: a full cache evicts, which only costs a slow-path trip. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, L7_JWT_CACHE);
+	__type(key, struct l7_jwt_key);
+	__type(value, struct l7_jwt_entry);
+} l7_jwt_cache SEC(".maps");
+
+#define L7_JWT_WORDS (L7_JWT_MAX_TOKEN / 8)
+
+struct l7_jwt_cmp {
+	struct l7_window w;
+	const struct l7_jwt_entry *e;
+	__u32 off;
+	__u32 len;
+	__u32 diff;
+	__u32 pad;
+};
+
+L7_CALLBACK long l7_jwt_eq_cb(__u32 i, void *ctx)
+{
+	struct l7_jwt_cmp *c = ctx;
+	__u64 x, y;
+
+	if (i >= L7_JWT_WORDS || i * 8 >= c->len)
+		return 1;
+	x = l7_load64(&c->w, c->off + i * 8, 0);
+	y = *(const __u64 *)(c->e->token + i * 8);
+	if (c->len - i * 8 < 8) {
+		x = l7_low_bytes(x, c->len - i * 8);
+		y = l7_low_bytes(y, c->len - i * 8);
+	}
+	if (x != y) {
+		c->diff = 1;
+		return 1;
+	}
+	return 0;
+}
+
+/* The provider's scheme prefix (<= 16 bytes, stored lower-cased) equals the
+ * window at off, ASCII case-insensitively, as the reference compares it. */
+static __always_inline int l7_jwt_prefix_eq(const struct l7_window *w, __u32 off,
+					    const struct l7_jwt_provider *p)
+{
+	__u32 n = p->prefix_len;
+	__u64 x, y;
+
+	if (!n)
+		return 1;
+	x = l7_lower64(l7_load64(w, off, 0));
+	y = *(const __u64 *)p->prefix;
+	if (n < 8) {
+		x = l7_low_bytes(x, n);
+		y = l7_low_bytes(y, n);
+	}
+	if (x != y)
+		return 0;
+	if (n <= 8)
+		return 1;
+	x = l7_lower64(l7_load64(w, off + 8, 0));
+	y = *(const __u64 *)(p->prefix + 8);
+	if (n < 16) {
+		x = l7_low_bytes(x, n - 8);
+		y = l7_low_bytes(y, n - 8);
+	}
+	return x == y;
+}
+
+/*
+ * Whether the parsed request in scratch carries a token of `provider` that
+ * the cache admits in generation `gen`: L7_R_NONE if so, else the reason to
+ * hand the request to the slow path. Global: verified once, on its own.
+ */
+__noinline int l7_g_jwt_admit(struct l7_scratch *s, struct l7_config *cfg, __u32 gen,
+			      __u32 provider)
+{
+	struct l7_jwt_provider *p;
+	struct l7_jwt_entry *e;
+	struct l7_jwt_key k;
+	struct l7_strscan hs;
+	struct l7_jwt_cmp c;
+	struct l7_window w;
+	const struct l7_hdr *h;
+	__u32 pk, hi, slot, off, len;
+	__u64 now;
+
+	if (!s || !cfg || provider >= L7_MAX_JWT_PROVIDERS)
+		return L7_R_JWT_OTHER;
+	gen &= 1;
+	pk = gen * L7_MAX_JWT_PROVIDERS + provider;
+	p = bpf_map_lookup_elem(&l7_jwt_providers, &pk);
+	if (!p || !p->max_token || p->prefix_len > sizeof(p->prefix))
+		return L7_R_JWT_OTHER;
+	/* hdr_val is only reset when the generation has match headers; the
+	 * provider's header is one of them */
+	slot = p->hdr;
+	if (slot >= L7_MAX_MATCH_HDRS || slot >= cfg->meta[gen].n_match_hdrs)
+		return L7_R_JWT_OTHER;
+	hi = s->hdr_val[L7_IDX(slot, L7_MAX_MATCH_HDRS - 1)];
+	if (hi == L7_NONE)
+		return L7_R_JWT_NONE;
+	if (hi >= L7_MAX_HEADERS || hi >= s->ws.msg.n_hdrs)
+		return L7_R_JWT_OTHER;
+	h = &s->ws.msg.hdr[L7_IDX(hi, L7_MAX_HEADERS - 1)];
+	w.buf = s->ws.buf;
+	w.len = s->ws.len;
+	w.pad = 0;
+	if (h->val_len < p->prefix_len || !l7_jwt_prefix_eq(&w, h->val_off, p))
+		return L7_R_JWT_NONE;
+	off = (__u32)h->val_off + p->prefix_len;
+	len = (__u32)h->val_len - p->prefix_len;
+	/* empty, too long for the cache or the provider, or more spaces after
+	 * the scheme (the reference skips them; keep that its business) */
+	if (!len || len > p->max_token || len > L7_JWT_MAX_TOKEN || off + len > w.len)
+		return L7_R_JWT_OTHER;
+	if (l7_at(&w, off) == ' ' || l7_at(&w, off) == '\t')
+		return L7_R_JWT_OTHER;
+
+	L7_ZERO(hs);
+	hs.w = w;
+	hs.h = l7_hash_init(cfg->meta[gen].seed);
+	hs.off = off;
+	hs.len = len;
+	L7_LOOP(L7_JWT_WORDS, l7_hash_cb, &hs);
+	L7_ZERO(k);
+	k.hash = l7_hash_final(hs.h, len);
+	k.gen = (__u16)gen;
+	k.provider = (__u16)provider;
+	k.len = len;
+	e = bpf_map_lookup_elem(&l7_jwt_cache, &k);
+	if (!e || e->token_len != len)
+		return L7_R_JWT_MISS;
+	L7_ZERO(c);
+	c.w = w;
+	c.e = e;
+	c.off = off;
+	c.len = len;
+	L7_LOOP(L7_JWT_WORDS, l7_jwt_eq_cb, &c);
+	if (c.diff)
+		return L7_R_JWT_MISS;
+	now = bpf_ktime_get_boot_ns();
+	if ((e->exp_ns && now >= e->exp_ns) || now < e->nbf_ns)
+		return L7_R_JWT_EXPIRED;
+	return L7_R_NONE;
+}
+
+#endif /* L7_JWTCACHE_H */

@@ -25,7 +25,7 @@ COUNTERS = ["requests_kernel", "requests_user", "responses_kernel", "responses_r
             "budget_relay", "scratch_busy", "close_events"]
 REASONS = ["none", "no_conn", "user_mode", "incomplete", "too_big", "parse", "unsupported",
            "no_route", "route_user", "pool_miss", "pipelined", "redirect", "user_pending",
-           "disabled", "path_not_normal",
+           "disabled", "path_not_normal", "rbac_deny",
            "jwt_none", "jwt_miss", "jwt_expired", "jwt_other"]
 
 DESCRIPTIONS = {

@@ -108,6 +108,18 @@ cluster = "one"
 match = {{ path_prefix = "/k/fwd" }}
 
 [[route]]
+name = "k-rbac"
+jwt = "hs"
+cluster = "one"
+match = {{ path_prefix = "/k/rbac" }}
+[route.rbac]
+mode = "deny_overrides"
+default = "allow"
+rules = [
+  {{ action = "deny", headers = [ {{ name = "x-block", present = true }} ] }},
+]
+
+[[route]]
 name = "open"
 cluster = "one"
 """
@@ -202,7 +214,7 @@ def test_placement(w):
     if not w.dataplane:
         assert all(r["placement"] == "user" for r in routes.values())
         return
-    for name in ("k-hs", "k-hs2", "k-other", "open"):
+    for name in ("k-hs", "k-hs2", "k-other", "k-rbac", "open"):
         assert routes[name]["placement"] == "kernel", routes[name]
     assert routes["k-fwd"]["placement"] == "user"
     assert "forwarded claims" in routes["k-fwd"]["reason"], routes["k-fwd"]
@@ -377,3 +389,20 @@ def test_reload_clears_admission(w):
         d.done()
         if w.dataplane:
             assert d.kernel("k-hs") == 1
+
+
+def test_jwt_then_rbac_in_the_kernel(w):
+    """The pipeline's order: a token first (401), then the RBAC rules (403);
+    both in the kernel once the token is cached."""
+    tok = token()
+    assert req(w, "/k/rbac/x", headers={"X-Block": "1"}).status == 401
+    assert req(w, "/k/rbac/x", "Bearer " + tok, headers={"X-Block": "1"}).status == 403
+    d = Delta(w)
+    for _ in range(3):
+        assert req(w, "/k/rbac/x", "Bearer " + tok).status == 200
+    r = req(w, "/k/rbac/x", "Bearer " + tok, headers={"X-Block": "1"})
+    assert r.status == 403, r
+    d.done()
+    if w.dataplane:
+        assert d.kernel("k-rbac") == 3
+        assert d.reason("rbac_deny") == 1

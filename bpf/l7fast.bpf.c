@@ -24,6 +24,7 @@
 #include "lib/conn.h"
 #include "lib/frame.h"
 #include "lib/match.h"
+#include "lib/mutate.h"
 #include "lib/rbac.h"
 #include "lib/select.h"
 #include "l7_jwtcache.h"
@@ -265,6 +266,8 @@ __noinline int l7_g_decide(struct l7_scratch *s, __u32 n, struct l7_conn *c,
 		return 0;
 	}
 	d->stats_id = r->stats_id;
+	d->route_key = rk;
+	d->route_flags = r->flags;
 	if (!(r->flags & L7_RF_KERNEL)) {
 		d->reason = L7_R_ROUTE_USER;
 		return 0;
@@ -370,21 +373,54 @@ static __always_inline int l7_req_msg_decided(struct sk_msg_md *msg, struct l7_s
 			slot->state = L7_SLOT_IDLE;
 			d->kind = L7_D_PASS_REQ;
 			d->reason = L7_R_TOO_BIG;
+		} else if ((d->route_flags & L7_RF_MUTATE) && d->total < size) {
+			/* a rewritten request followed by more bytes in the same
+			 * message: the slow path frames that */
+			slot->state = L7_SLOT_IDLE;
+			d->kind = L7_D_PASS_REQ;
+			d->reason = L7_R_MUTATION;
 		} else {
+			long delta = 0;
+
 			if (ingress)
 				v = bpf_msg_redirect_hash(msg, &l7_sk_backend, &d->slot, BPF_F_INGRESS);
 			else
 				v = bpf_msg_redirect_hash(msg, &l7_sk_upstream, &d->slot, 0);
 			L7_TRACE(L7_T_REQ_REDIRECT, key, d->slot, ((__u64)ingress << 32) | (__u32)v);
+			/* rewritten only once the redirect is certain: a request
+			 * the slow path takes must reach it as the client sent it */
+			if (v == SK_PASS && (d->route_flags & L7_RF_MUTATE)) {
+				/* JWT: the verified token's forwarded-claim lines go
+				 * here (fwd, fwd_len) once the kernel caches tokens */
+				int mr = l7_req_mutate(msg, s, 0, 0, &delta);
+
+				if (mr == L7_MUT_BROKEN) {
+					/* half-rewritten: neither path may send it */
+					slot->state = L7_SLOT_IDLE;
+					l7_event(L7_EV_CLOSE_CLIENT, d->slot, key);
+					l7_count(L7_C_CONN_CLOSE);
+					l7_to_user(c, L7_R_MUTATION);
+					return SK_DROP;
+				}
+				if (mr != L7_MUT_DONE) {
+					slot->state = L7_SLOT_IDLE;
+					d->kind = L7_D_PASS_REQ;
+					d->reason = L7_R_MUTATION;
+					v = SK_DROP;
+				}
+			}
 			if (v == SK_PASS) {
 				l7_kernel_accounted(c, d);
+				/* the verdict covers the request as rewritten */
 				if (d->total != size)
-					bpf_msg_apply_bytes(msg, (__u32)d->total);
+					bpf_msg_apply_bytes(msg, (__u32)((long)d->total + delta));
 				return SK_PASS;
 			}
-			l7_slot_kill(slot, d->slot, key);
-			d->kind = L7_D_PASS_REQ;
-			d->reason = L7_R_REDIRECT;
+			if (d->kind != L7_D_PASS_REQ) {
+				l7_slot_kill(slot, d->slot, key);
+				d->kind = L7_D_PASS_REQ;
+				d->reason = L7_R_REDIRECT;
+			}
 		}
 	}
 
@@ -818,6 +854,14 @@ static __always_inline int l7_req_skb_decided(struct __sk_buff *skb, struct l7_d
 	L7_TRACE(L7_T_REQ, key, d->kind, d->reason);
 	if (d->kind == L7_D_MORE)
 		return l7_to_user(c, d->reason);
+	/* an skb is not rewritten in place here: the slow path mutates */
+	if (d->kind == L7_D_KERNEL && (d->route_flags & L7_RF_MUTATE)) {
+		slot = bpf_map_lookup_elem(&l7_slots, &d->slot);
+		if (slot)
+			slot->state = L7_SLOT_IDLE;
+		d->kind = L7_D_PASS_REQ;
+		d->reason = L7_R_MUTATION;
+	}
 	/* more bytes after this request in the same skb: cannot split */
 	if (d->kind != L7_D_PASS_CONN && d->total < len) {
 		if (d->kind == L7_D_KERNEL) {

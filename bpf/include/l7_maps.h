@@ -112,6 +112,15 @@ struct {
 	__type(value, struct l7_conn_user);
 } l7_conn_user SEC(".maps");
 
+/* daemon writes (PolicyCompiler, routes with L7_RF_MUTATE); req reads.
+ * Index gen * L7_MAX_ROUTES + route. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, L7_GENS * L7_MAX_ROUTES);
+	__type(key, __u32);
+	__type(value, struct l7_mutation);
+} l7_mutations SEC(".maps");
+
 /* ---- sockets -------------------------------------------------------------- */
 
 /* Client sockets on this host (sockops inserts). SK_MSG l7_req_msg runs on

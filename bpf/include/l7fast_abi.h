@@ -467,6 +467,7 @@ enum l7_reason {
 	L7_R_JWT_MISS,         /* JWT route: token not in the verified-token cache */
 	L7_R_JWT_EXPIRED,      /* JWT route: cached token past exp (or before nbf) */
 	L7_R_JWT_OTHER,        /* JWT route: empty or too long a token, odd tables */
+	L7_R_MUTATION,         /* route mutates the head and the kernel cannot here */
 	L7_R_COUNT,
 };
 

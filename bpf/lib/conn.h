@@ -5,6 +5,7 @@
 
 #include "l7_http.h"
 #include "l7_maps.h"
+#include "l7_mutate.h"
 
 #define AF_INET 2
 #define AF_INET6 10
@@ -96,6 +97,8 @@ struct l7_decision {
 	__u32 body_kind;
 	__u32 req_head;
 	__u32 close;
+	__u32 route_key;   /* gen * L7_MAX_ROUTES + route, once routed */
+	__u32 route_flags; /* enum l7_route_flags of that route */
 };
 
 /* Matcher state (kept in scratch, not on the 512-byte stack). */
@@ -131,6 +134,7 @@ struct l7_scratch {
 	struct l7_bitmap acc;
 	struct l7_bitmap tmp;
 	__u16 hdr_val[L7_MAX_MATCH_HDRS]; /* header index per match header */
+	struct l7_mut_plan mut;           /* request mutation (l7_mutate.h) */
 	struct l7_ws ws;                  /* bytes under inspection + parse */
 };
 

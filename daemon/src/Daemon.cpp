@@ -595,7 +595,7 @@ control::StatsSnapshot Daemon::stats()
         "none", "no_conn", "user_mode", "incomplete", "too_big", "parse", "unsupported",
         "no_route", "route_user", "pool_miss", "pipelined", "redirect", "user_pending", "disabled",
         "path_not_normal", "rbac_deny",
-        "jwt_none", "jwt_miss", "jwt_expired", "jwt_other"};
+        "jwt_none", "jwt_miss", "jwt_expired", "jwt_other", "mutation"};
 
     control::StatsSnapshot out;
     out.generation = generation_;

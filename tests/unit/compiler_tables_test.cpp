@@ -733,8 +733,18 @@ TEST(CompilerTables, FeaturesWithoutKernelSupportGoToUserSpace)
          }},
         {"rate limit", [](Policy& p) { p.routes[0].rate_limit = RateLimit{10, 10, std::nullopt, 10}; }},
         {"direct response", [](Policy& p) { p.routes[0].direct_response = DirectResponse{}; }},
-        {"header mutation", [](Policy& p) { p.routes[0].request_headers.remove.push_back("x-b"); }},
-        {"header mutation", [](Policy& p) { p.routes[0].response_headers.set.push_back({"x-b", "1"}); }},
+        {"response header mutation runs in user space",
+         [](Policy& p) { p.routes[0].response_headers.set.push_back({"x-b", "1"}); }},
+        {"response header mutation runs in user space",
+         [](Policy& p) { p.routes[0].response_headers.remove.push_back("x-b"); }},
+        {"header mutation removes 9 header names", [](Policy& p) {
+             for (int i = 0; i < 9; i++)
+                 p.routes[0].request_headers.remove.push_back("x-" + std::to_string(i));
+         }},
+        {"header mutation names a header longer than 64 bytes",
+         [](Policy& p) { p.routes[0].request_headers.remove.push_back(std::string(65, 'x')); }},
+        {"header mutation adds 513 bytes",
+         [](Policy& p) { p.routes[0].request_headers.add.push_back({"x-big", std::string(504, 'v')}); }},
         {"per-route timeout", [](Policy& p) { p.routes[0].timeout = std::chrono::milliseconds(5); }},
         {"consistent hashing", [](Policy& p) { p.clusters[0].lb = LbPolicy::RingHash; }},
         {"consistent hashing", [](Policy& p) { p.clusters[0].lb = LbPolicy::Maglev; }},
@@ -771,6 +781,30 @@ TEST(CompilerTables, FeaturesWithoutKernelSupportGoToUserSpace)
         EXPECT_FALSE(t.placement[0].kernel);
         EXPECT_TRUE(bits(t.bitmaps[L7_BMI_PATH_ANY]).count(0));
         EXPECT_EQ(t.placement[0].reason, "path_regex runs in user space");
+    }
+    // request header mutation: in the kernel, with its table
+    {
+        Policy p = base;
+        p.routes[0].request_headers.remove.push_back("X-B");
+        p.routes[0].request_headers.set.push_back({"x-c", "1"});
+        p.routes[0].request_headers.add.push_back({"x-d", "2"});
+        PoolIds pools;
+        const CompiledTables t = compile_policy(p, pools);
+        EXPECT_TRUE(t.placement[0].kernel) << t.placement[0].reason;
+        EXPECT_TRUE(t.routes[0].flags & L7_RF_MUTATE);
+        ASSERT_EQ(t.mutations.size(), 1u);
+        EXPECT_EQ(t.mutations[0].first, 0u);
+        EXPECT_EQ(t.mutations[0].second.n_remove, 2u);
+        EXPECT_EQ(std::string(reinterpret_cast<const char*>(t.mutations[0].second.add),
+                              t.mutations[0].second.add_len),
+                  "x-c: 1\r\nx-d: 2\r\n");
+        EXPECT_FALSE(t.routes.size() > 1 && (t.routes[1].flags & L7_RF_MUTATE));
+    }
+    {
+        PoolIds pools;
+        const CompiledTables t = compile_policy(base, pools);
+        EXPECT_FALSE(t.routes[0].flags & L7_RF_MUTATE);
+        EXPECT_TRUE(t.mutations.empty());
     }
     // an absence condition must not be compiled as "present"
     Policy p = base;

@@ -377,6 +377,14 @@ uint32_t Dataplane::stage(const policy::CompiledTables& t, std::span<const uint3
         uint32_t k = gen * L7_MAX_ROUTES + i;
         update_or_throw(rfd, &k, &r, "l7_routes");
     }
+    // read only for routes with L7_RF_MUTATE: stale entries are never used
+    int mfd = bpf_map__fd(skel_->maps.l7_mutations);
+    for (const auto& [route, m] : t.mutations) {
+        if (route >= L7_MAX_ROUTES)
+            continue;
+        uint32_t k = gen * L7_MAX_ROUTES + route;
+        update_or_throw(mfd, &k, &m, "l7_mutations");
+    }
     int cfd = bpf_map__fd(skel_->maps.l7_clusters);
     for (uint32_t i = 0; i < t.clusters.size() && i < L7_MAX_CLUSTERS; i++) {
         uint32_t k = gen * L7_MAX_CLUSTERS + i;

@@ -67,6 +67,7 @@ struct RouteShape {
     std::vector<uint16_t> targets;  // cluster indexes, when they fit l7_route
     std::vector<uint32_t> target_weights;
     std::optional<uint32_t> jwt_provider;  // admitted from the verified-token cache
+    std::optional<l7_mutation> mutation;  // request header mutation (L7_RF_MUTATE)
     Reasons reasons;  // non-empty: user space
     // RBAC: the route's rules, shaped like routes (only the condition
     // fields are used), and where they are in space 1 once allocated
@@ -288,8 +289,9 @@ private:
             s.reasons.add("rate limits run in user space");
         if (route.direct_response)
             s.reasons.add("direct responses are sent from user space");
-        if (!route.request_headers.empty() || !route.response_headers.empty())
-            s.reasons.add("header mutation runs in user space");
+        if (!route.response_headers.empty())
+            s.reasons.add("response header mutation runs in user space");
+        shape_request_mutation(route, s);
         if (route.timeout)
             s.reasons.add("per-route timeouts run in user space");
         for (const WeightedCluster& wc : route.clusters) {
@@ -332,6 +334,23 @@ private:
                               rs.reasons.str());
             s.rules.push_back(std::move(rs));
         }
+    }
+
+    // The names a route's JWT provider forwards claims in are removed from
+    // every request (the kernel inserts the token's lines from its cache).
+    void shape_request_mutation(const Route& route, RouteShape& s)
+    {
+        std::vector<std::string> forwarded;
+        if (route.jwt)
+            if (const JwtProvider* jp = p_.find_jwt_provider(*route.jwt))
+                for (const JwtProvider::ForwardClaim& fc : jp->forward_claims)
+                    forwarded.push_back(fc.header);
+        if (route.request_headers.empty() && forwarded.empty())
+            return;
+        RequestMutationTable mt = compile_request_mutation(route.request_headers, forwarded);
+        if (!mt.table)
+            s.reasons.add(mt.reason);
+        s.mutation = mt.table;
     }
 
     void shape_listeners(const Route& route, RouteShape& s)
@@ -648,6 +667,10 @@ private:
 
             l7_route out{};
             out.flags = L7_RF_VALID | (placement.kernel ? L7_RF_KERNEL : 0);
+            if (s.mutation) {
+                out.flags |= L7_RF_MUTATE;
+                t.mutations.emplace_back(r, *s.mutation);
+            }
             out.stats_id = r;
             if (placement.kernel && s.jwt_provider) {
                 out.flags |= L7_RF_JWT;
@@ -826,6 +849,63 @@ private:
 };
 
 }  // namespace
+
+RequestMutationTable compile_request_mutation(const HeaderMutation& m,
+                                              std::span<const std::string> forwarded_names)
+{
+    RequestMutationTable out;
+    std::vector<std::string> names;
+    const auto remove = [&](std::string_view name) {
+        std::string n = lower(name);
+        if (std::find(names.begin(), names.end(), n) == names.end())
+            names.push_back(std::move(n));
+    };
+    for (const std::string& n : m.remove)
+        remove(n);
+    for (const HeaderValue& h : m.set)
+        remove(h.name);
+    for (const std::string& n : forwarded_names)
+        remove(n);
+    if (names.size() > L7_MUT_MAX_REMOVE) {
+        out.reason = "header mutation removes " + std::to_string(names.size()) +
+                     " header names, the kernel at most " + std::to_string(L7_MUT_MAX_REMOVE) +
+                     " (remove, set and forwarded claims count)";
+        return out;
+    }
+    for (const std::string& n : names)
+        if (n.size() > L7_MAX_HDR_NAME) {
+            out.reason = "header mutation names a header longer than " + std::to_string(L7_MAX_HDR_NAME) +
+                         " bytes (" + n.substr(0, 16) + "...)";
+            return out;
+        }
+
+    // the lines as Mutation.cpp writes them: set first, then add
+    std::string lines;
+    const auto line = [&](const HeaderValue& h) { lines += lower(h.name) + ": " + h.value + "\r\n"; };
+    for (const HeaderValue& h : m.set)
+        line(h);
+    const size_t set_len = lines.size();
+    for (const HeaderValue& h : m.add)
+        line(h);
+    if (lines.size() > L7_MUT_MAX_ADD) {
+        out.reason = "header mutation adds " + std::to_string(lines.size()) +
+                     " bytes of header lines, the kernel at most " + std::to_string(L7_MUT_MAX_ADD);
+        return out;
+    }
+
+    l7_mutation t{};
+    t.n_remove = static_cast<__u16>(names.size());
+    for (size_t i = 0; i < names.size(); i++) {
+        t.remove_hash[i] = kernel::header_name_hash(names[i]);
+        t.remove_len[i] = static_cast<__u16>(names[i].size());
+        std::memcpy(t.remove_name[i], names[i].data(), names[i].size());
+    }
+    t.set_len = static_cast<__u16>(set_len);
+    t.add_len = static_cast<__u16>(lines.size());
+    std::memcpy(t.add, lines.data(), lines.size());
+    out.table = t;
+    return out;
+}
 
 l7_method kernel_method_class(std::string_view method)
 {

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -60,6 +61,8 @@ struct CompiledTables {
     // the kernel finds its token; max_token == 0 when no kernel-placed route
     // uses the provider (its tokens are then never cached)
     std::vector<l7_jwt_provider> jwt_providers;
+    // (route index, table) of every route with L7_RF_MUTATE, ascending
+    std::vector<std::pair<uint32_t, l7_mutation>> mutations;
     std::vector<RoutePlacement> placement;              // one per Policy::routes entry
     std::vector<ListenerPlacement> listener_placement;  // one per Policy::listeners entry
     // Things an operator may want to know that are not a route's placement,
@@ -89,6 +92,21 @@ inline constexpr size_t kMaxMatchStrings = 2 * L7_MAX_ROUTES;
 // reason. Deterministic for a given (policy, seed, pool ids).
 CompiledTables compile(const Policy& policy, uint64_t seed, const PoolIdFn& pool_id,
                        const CompileOptions& options = {});
+
+// The data plane's table for a request header mutation: with it the kernel
+// (bpf/include/l7_mutate.h) writes exactly what mutate_request_head(head, m,
+// forwarded) writes, where `forwarded` holds one header per name of
+// `forwarded_names` (their lines, when a claim has a value, come from the
+// kernel's token cache). nullopt and the reason when the table cannot say
+// it: more than L7_MUT_MAX_REMOVE distinct names to remove (remove, set and
+// forwarded names), a name longer than L7_MAX_HDR_NAME, more than
+// L7_MUT_MAX_ADD bytes of set and add lines.
+struct RequestMutationTable {
+    std::optional<l7_mutation> table;
+    std::string reason;
+};
+RequestMutationTable compile_request_mutation(const HeaderMutation& m,
+                                              std::span<const std::string> forwarded_names = {});
 
 // The kernel's method class of a method token (l7_method_id); L7_M_OTHER
 // for any token without a class of its own.

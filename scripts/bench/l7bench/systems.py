@@ -26,7 +26,7 @@ COUNTERS = ["requests_kernel", "requests_user", "responses_kernel", "responses_r
 REASONS = ["none", "no_conn", "user_mode", "incomplete", "too_big", "parse", "unsupported",
            "no_route", "route_user", "pool_miss", "pipelined", "redirect", "user_pending",
            "disabled", "path_not_normal", "rbac_deny",
-           "jwt_none", "jwt_miss", "jwt_expired", "jwt_other"]
+           "jwt_none", "jwt_miss", "jwt_expired", "jwt_other", "mutation"]
 
 DESCRIPTIONS = {
     "direct": "direct client→backend (no proxy): the floor",

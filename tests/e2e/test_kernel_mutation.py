@@ -1,0 +1,278 @@
+"""Request header mutation in the kernel (SK_MSG, local clients): the same
+byte sequences are sent to a daemon with the data plane and to one with
+kernel_dataplane = false, and the backend must receive exactly the same
+bytes from both, while the data-plane daemon serves the mutated requests in
+the kernel (requests_kernel) wherever the kernel can rewrite them: one
+request per message, head whole in the message, body in later writes
+included. Pipelined requests and heads split over writes go to the slow
+path there, and still arrive byte for byte as the slow path writes them."""
+import json
+import os
+import socket
+import threading
+import time
+
+import pytest
+
+import l7env
+from l7env import Conn, free_port, make_request
+
+
+class CaptureBackend:
+    """Answers each request with {"head", "body"}: the bytes as received."""
+
+    def __init__(self):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def address(self):
+        return f"127.0.0.1:{self.port}"
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(c,), daemon=True).start()
+
+    def _serve(self, c):
+        buf = b""
+        try:
+            while True:
+                while b"\r\n\r\n" not in buf:
+                    data = c.recv(65536)
+                    if not data:
+                        return
+                    buf += data
+                head, buf = buf.split(b"\r\n\r\n", 1)
+                head += b"\r\n\r\n"
+                n = 0
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        n = int(line.split(b":", 1)[1])
+                while len(buf) < n:
+                    data = c.recv(65536)
+                    if not data:
+                        return
+                    buf += data
+                body, buf = buf[:n], buf[n:]
+                out = json.dumps({"head": head.decode("latin-1"), "body": body.decode("latin-1")}).encode()
+                c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+                          str(len(out)).encode() + b"\r\n\r\n" + out)
+        except OSError:
+            pass
+        finally:
+            c.close()
+
+    def close(self):
+        self.sock.close()
+
+
+def policy(port, local_backend, tcp_backend):
+    mutation = """[route.request_headers]
+remove = ["X-Internal"]
+set = [ { name = "X-Env", value = "prod" } ]
+add = [ { name = "x-tag", value = "a" }, { name = "X-Tag", value = "b" } ]
+"""
+    return f"""
+[[listener]]
+name = "web"
+address = "127.0.0.1:{port}"
+[[cluster]]
+name = "local"
+endpoints = [ {{ address = "{local_backend.address()}" }} ]
+[[cluster]]
+name = "tcp"
+endpoints = [ {{ address = "{tcp_backend.address()}" }} ]
+
+[[route]]
+name = "kmut"
+cluster = "local"
+match = {{ path_prefix = "/k" }}
+{mutation}
+[[route]]
+name = "kmut-tcp"
+cluster = "tcp"
+match = {{ path_prefix = "/t" }}
+{mutation}
+"""
+
+
+class Side:
+    pass
+
+
+@pytest.fixture(scope="module")
+def pair():
+    reason = l7env.skip_reason()
+    if reason:
+        if os.environ.get("L7FAST_REQUIRE_E2E") == "1":
+            pytest.fail(f"end-to-end tests required but cannot run: {reason}")
+        pytest.skip(reason)
+    sides = {}
+    try:
+        for name, dataplane in (("kernel", True), ("user", False)):
+            s = Side()
+            s.env = l7env.Env("kmut" + ("" if dataplane else "-nodp"))
+            sides[name] = s
+            # a backend in the cgroup: socket-to-socket ingress; the other
+            # one is reached over TCP (the upstream socket's egress)
+            with s.env.local():
+                s.local_backend = CaptureBackend()
+            s.tcp_backend = CaptureBackend()
+            s.port = free_port()
+            s.env.start(policy(s.port, s.local_backend, s.tcp_backend),
+                        daemon_settings="" if dataplane else "kernel_dataplane = false")
+        yield sides
+    finally:
+        warnings = []
+        for s in sides.values():
+            warnings += s.env.kernel_warnings()
+            s.env.close()
+            for b in ("local_backend", "tcp_backend"):
+                if getattr(s, b, None):
+                    getattr(s, b).close()
+    assert not warnings, "kernel warnings during the test:\n" + "\n".join(warnings)
+
+
+def exchange(side, writes, n_responses, pause=0.05):
+    """Sends each element of `writes` with its own send() from a local
+    client; returns what the backend received for each response."""
+    with side.env.local():
+        c = Conn(side.port)
+    try:
+        for i, w in enumerate(writes):
+            if i:
+                time.sleep(pause)
+            c.send(w)
+        out = []
+        for _ in range(n_responses):
+            r = c.read_response()
+            assert r.status == 200, (r, r.body[:300])
+            d = r.json()
+            out.append(d["head"].encode("latin-1") + d["body"].encode("latin-1"))
+        return out
+    finally:
+        c.close()
+
+
+def kernel_count(side, route):
+    return side.env.stats()["routes"][route]["requests_kernel"]
+
+
+def both(pair, writes, n_responses, route="kmut", kernel_requests=None):
+    """Runs the exchange on both daemons; the backend bytes must be equal.
+    kernel_requests: how many the data-plane daemon must serve in the kernel."""
+    k, u = pair["kernel"], pair["user"]
+    k0, u0 = kernel_count(k, route), kernel_count(u, route)
+    got_k = exchange(k, writes, n_responses)
+    got_u = exchange(u, writes, n_responses)
+    assert got_k == got_u
+    if kernel_requests is not None:
+        assert kernel_count(k, route) - k0 == kernel_requests
+    assert kernel_count(u, route) == u0
+    return got_k
+
+
+GET_TWICE = (b"GET /k/1?y=1 HTTP/1.1\r\nHost: t\r\nX-Keep:  1 \r\nX-Internal: secret\r\nx-env: client\r\n"
+             b"X-Tag: c\r\nx-internal: again\r\n\r\n")
+
+
+def test_placement(pair):
+    assert pair["kernel"].env.stats()["routes"]["kmut"]["placement"] == "kernel"
+    assert pair["user"].env.stats()["routes"]["kmut"]["placement"] == "user"
+
+
+def test_remove_twice_and_set_a_present_header(pair):
+    got = both(pair, [GET_TWICE], 1, kernel_requests=1)
+    assert got[0] == (b"GET /k/1?y=1 HTTP/1.1\r\nHost: t\r\nX-Keep:  1 \r\nX-Tag: c\r\n"
+                      b"x-env: prod\r\nx-tag: a\r\nx-tag: b\r\n\r\n")
+
+
+def test_set_an_absent_header(pair):
+    got = both(pair, [b"GET /k/2 HTTP/1.1\r\nHost: t\r\nAccept: */*\r\n\r\n"], 1, kernel_requests=1)
+    assert got[0] == b"GET /k/2 HTTP/1.1\r\nHost: t\r\nAccept: */*\r\nx-env: prod\r\nx-tag: a\r\nx-tag: b\r\n\r\n"
+
+
+def test_request_with_a_body(pair):
+    req = make_request("POST", "/k/3", {"X-Internal": "x", "Content-Type": "text/plain"}, b"0123456789")
+    got = both(pair, [req], 1, kernel_requests=1)
+    assert got[0].endswith(b"x-env: prod\r\nx-tag: a\r\nx-tag: b\r\n\r\n0123456789")
+
+
+def test_keepalive_requests_one_after_another(pair):
+    k, u = pair["kernel"], pair["user"]
+    reqs = [make_request("GET", f"/k/seq/{i}", {"X-Internal": str(i)}) for i in range(3)]
+    reqs.append(make_request("PUT", "/k/seq/body", {"x-env": "c"}, b"B" * 3000))
+    for side in (k, u):
+        side.k0 = kernel_count(side, "kmut")
+        with side.env.local():
+            c = Conn(side.port)
+        side.got = []
+        for r in reqs:
+            c.send(r)
+            d = c.read_response().json()
+            side.got.append(d["head"] + d["body"])
+        c.close()
+    assert k.got == u.got
+    assert kernel_count(k, "kmut") - k.k0 == len(reqs)
+    assert all("x-internal" not in g.lower() for g in k.got)
+
+
+def test_pipelined_requests_in_one_write(pair):
+    reqs = [make_request("GET", f"/k/p/{i}", {"X-Internal": "p"}) for i in range(3)]
+    reqs.insert(1, make_request("POST", "/k/p/body", {"X-Env": "x"}, b"pipelined-body"))
+    got = both(pair, [b"".join(reqs)], len(reqs))
+    assert [g.split(b" ")[1] for g in got] == [b"/k/p/0", b"/k/p/body", b"/k/p/1", b"/k/p/2"]
+
+
+def test_body_in_a_second_write(pair):
+    body = bytes(range(256)) * 8
+    req = make_request("POST", "/k/split-body", {"X-Internal": "s"}, body)
+    head_len = req.index(b"\r\n\r\n") + 4
+    got = both(pair, [req[:head_len + 10], req[head_len + 10:]], 1, kernel_requests=1)
+    assert got[0].endswith(b"x-tag: b\r\n\r\n" + body)
+
+
+def test_head_split_over_two_writes(pair):
+    req = make_request("GET", "/k/split-head", {"X-Internal": "h", "X-Env": "client"})
+    got = both(pair, [req[:25], req[25:]], 1, kernel_requests=0)
+    assert b"x-internal" not in got[0].lower() and got[0].endswith(b"x-tag: b\r\n\r\n")
+
+
+def test_backend_over_tcp(pair):
+    got = both(pair, [GET_TWICE.replace(b"/k/1", b"/t/1")], 1, route="kmut-tcp", kernel_requests=1)
+    assert got[0].endswith(b"X-Tag: c\r\nx-env: prod\r\nx-tag: a\r\nx-tag: b\r\n\r\n")
+    req = make_request("POST", "/t/body", {"X-Internal": "x"}, b"tcp-body")
+    both(pair, [req], 1, route="kmut-tcp", kernel_requests=1)
+
+
+def test_many_mutated_requests_stay_in_sync(pair):
+    """Many requests of varied shapes on one connection."""
+    reqs = []
+    for i in range(40):
+        hdrs = {"X-Internal": "a" * (i % 7)}
+        if i % 3 == 0:
+            hdrs["x-INTERNAL"] = "b"
+        if i % 2:
+            hdrs["X-Env"] = "dev"
+        body = (b"%d" % i) * (i * 13) if i % 4 == 0 else None
+        reqs.append(make_request("POST" if body else "GET", f"/k/many/{i}", hdrs, body))
+    k, u = pair["kernel"], pair["user"]
+    for side in (k, u):
+        side.k0 = kernel_count(side, "kmut")
+        with side.env.local():
+            c = Conn(side.port)
+        side.got = []
+        for r in reqs:
+            c.send(r)
+            d = c.read_response().json()
+            side.got.append(d["head"] + d["body"])
+        c.close()
+    assert k.got == u.got
+    assert kernel_count(k, "kmut") - k.k0 == len(reqs)

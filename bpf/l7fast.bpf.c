@@ -403,13 +403,13 @@ static __always_inline int l7_req_msg_decided(struct sk_msg_md *msg, struct l7_s
 					return SK_DROP;
 				}
 				if (mr != L7_MUT_DONE) {
+					/* untouched: the pass below replaces the redirect */
 					slot->state = L7_SLOT_IDLE;
 					d->kind = L7_D_PASS_REQ;
 					d->reason = L7_R_MUTATION;
-					v = SK_DROP;
 				}
 			}
-			if (v == SK_PASS) {
+			if (v == SK_PASS && d->kind == L7_D_KERNEL) {
 				l7_kernel_accounted(c, d);
 				/* the verdict covers the request as rewritten */
 				if (d->total != size)

@@ -1471,7 +1471,9 @@ void read_mutation(const TableReader& route, std::string_view k, bool response, 
         }
     }
     for (auto& [h, at] : read_header_values(r, "set")) {
-        const auto same = [&](const HeaderValue& x) { return x.name == h.name; };
+        // a named copy: clang before 16 cannot capture a structured binding
+        const std::string& name = h.name;
+        const auto same = [&](const HeaderValue& x) { return x.name == name; };
         if (std::any_of(m.set.begin(), m.set.end(), same))
             cx.error(at.at, at.key, quote(h.name) + " is set twice; set writes one line (use add for more)");
         else if (std::find(m.remove.begin(), m.remove.end(), h.name) != m.remove.end())

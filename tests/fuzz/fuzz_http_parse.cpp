@@ -1,0 +1,198 @@
+// The HTTP/1.1 head parser and body framer (bpf/include/l7_http.h, native
+// build, as the slow path uses it) on arbitrary bytes.
+//
+// Input: one control byte, then the message. Control bit 0: response (else
+// request); bit 1: the response answers a HEAD; bits 2-7: where the body
+// bytes are split when fed to the framer a second time.
+//
+// Invariants: the result is OK, MORE or ERROR, with an HTTP status on error;
+// a parsed head lies inside the input and ends with the empty line; every
+// line end, header name and value lies inside the head, names are tokens
+// whose name_hash is the hash of the lower-cased name, values hold no CR/LF
+// and no surrounding whitespace; Host, Content-Length and the body kind agree
+// with the flags; MORE means no complete head was in the input; parsing the
+// head alone gives the same result (the parser never looks past the head);
+// the framer never consumes more than it is given and frames the body the
+// same way however the bytes are split.
+#include <cstring>
+#include <span>
+#include <string_view>
+
+#include "FuzzTarget.hpp"
+#include "proxy/Http.hpp"
+
+namespace l7fast::fuzz {
+namespace {
+
+bool is_tchar(uint8_t c)
+{
+    return l7_is_tchar(c);
+}
+
+uint32_t name_hash(std::string_view name)
+{
+    uint32_t h = L7_NAME_HASH_INIT;
+    for (char c : name)
+        h = l7_name_hash_step(h, l7_lower(static_cast<uint8_t>(c)));
+    return h;
+}
+
+bool same_msg(const l7_msg& a, const l7_msg& b)
+{
+    if (a.status != b.status || a.error != b.error || a.method != b.method || a.version != b.version ||
+        a.hdr_len != b.hdr_len || a.flags != b.flags || a.target_off != b.target_off ||
+        a.target_len != b.target_len || a.path_len != b.path_len || a.host_idx != b.host_idx ||
+        a.host_len != b.host_len || a.n_lines != b.n_lines || a.n_hdrs != b.n_hdrs ||
+        a.body_kind != b.body_kind || a.content_length != b.content_length)
+        return false;
+    if (a.n_lines <= L7_MAX_LINES &&
+        std::memcmp(a.line_end, b.line_end, a.n_lines * sizeof a.line_end[0]) != 0)
+        return false;
+    return a.n_hdrs > L7_MAX_HEADERS || std::memcmp(a.hdr, b.hdr, a.n_hdrs * sizeof a.hdr[0]) == 0;
+}
+
+void check_head(std::string_view in, const l7_msg& m, bool is_request)
+{
+    const uint32_t h = m.hdr_len;
+    FUZZ_CHECK(h >= 4 && h <= in.size() && h <= L7_WS_BUF);
+    FUZZ_CHECK(in.substr(h - 4, 4) == "\r\n\r\n");
+    FUZZ_CHECK(m.n_lines >= 1 && m.n_lines <= L7_MAX_LINES);
+    FUZZ_CHECK(m.n_hdrs == m.n_lines - 1u && m.n_hdrs <= L7_MAX_HEADERS);
+    uint32_t prev_end = 0;
+    for (uint32_t i = 0; i < m.n_lines; i++) {
+        const uint32_t e = m.line_end[i];
+        FUZZ_CHECK(e + 2 <= h - 2 && in[e] == '\r' && in[e + 1] == '\n');
+        FUZZ_CHECK(i == 0 || e > prev_end);
+        prev_end = e;
+    }
+    FUZZ_CHECK(m.line_end[m.n_lines - 1] + 2u == h - 2);
+    for (uint32_t i = 0; i < m.n_hdrs; i++) {
+        const l7_hdr& f = m.hdr[i];
+        const uint32_t line_start = m.line_end[i] + 2, line_end = m.line_end[i + 1];
+        FUZZ_CHECK(f.name_off == line_start && f.name_len >= 1);
+        FUZZ_CHECK(f.name_off + f.name_len < line_end && in[f.name_off + f.name_len] == ':');
+        FUZZ_CHECK(f.val_off > f.name_off + f.name_len && f.val_off + f.val_len <= line_end);
+        const std::string_view name = in.substr(f.name_off, f.name_len);
+        const std::string_view value = in.substr(f.val_off, f.val_len);
+        for (char c : name)
+            FUZZ_CHECK(is_tchar(static_cast<uint8_t>(c)));
+        FUZZ_CHECK(f.name_hash == name_hash(name));
+        FUZZ_CHECK(value.find_first_of("\r\n") == std::string_view::npos);
+        FUZZ_CHECK(value.empty() || (value.front() != ' ' && value.front() != '\t' && value.back() != ' ' &&
+                                     value.back() != '\t'));
+    }
+    if (m.host_idx != L7_NONE) {
+        FUZZ_CHECK(m.host_idx < m.n_hdrs);
+        const l7_hdr& f = m.hdr[m.host_idx];
+        FUZZ_CHECK(f.name_len == 4 && name_hash(in.substr(f.name_off, 4)) == name_hash("host"));
+        FUZZ_CHECK(m.host_len >= 1 && m.host_len <= f.val_len);
+    }
+    if (is_request) {
+        FUZZ_CHECK(m.version == 10 || m.version == 11);
+        FUZZ_CHECK(m.version == 10 || m.host_idx != L7_NONE);
+        FUZZ_CHECK(m.target_len >= 1 && m.target_off + m.target_len < m.line_end[0]);
+        FUZZ_CHECK(m.path_len <= m.target_len);
+        FUZZ_CHECK(in[m.target_off] == '/' || in.substr(m.target_off, m.target_len) == "*");
+        for (uint32_t i = 0; i < m.target_len; i++)
+            FUZZ_CHECK(static_cast<uint8_t>(in[m.target_off + i]) > 0x20 &&
+                       static_cast<uint8_t>(in[m.target_off + i]) < 0x7f);
+        FUZZ_CHECK(m.body_kind != L7_BODY_UNTIL_CLOSE);
+    } else {
+        FUZZ_CHECK(m.status >= 100 && m.status <= 999);
+    }
+    switch (m.body_kind) {
+    case L7_BODY_CHUNKED:
+        FUZZ_CHECK((m.flags & L7_MF_HAS_TE) && !(m.flags & L7_MF_HAS_CL) && m.version == 11);
+        break;
+    case L7_BODY_LENGTH:
+        FUZZ_CHECK((m.flags & L7_MF_HAS_CL) && m.content_length > 0 && m.content_length < 1000000000000000000ULL);
+        break;
+    case L7_BODY_NONE:
+        FUZZ_CHECK(!(m.flags & L7_MF_HAS_TE) && m.content_length == 0);
+        break;
+    case L7_BODY_UNTIL_CLOSE:
+        FUZZ_CHECK(!(m.flags & (L7_MF_HAS_TE | L7_MF_HAS_CL)));
+        break;
+    default:
+        FUZZ_CHECK(!"unknown body kind");
+    }
+}
+
+void check_framing(std::string_view body, const l7_msg& m, size_t split)
+{
+    proxy::BodyFramer whole(m.body_kind, m.content_length);
+    const long n = whole.feed({body.data(), body.size()});
+    FUZZ_CHECK(n >= -1 && n <= static_cast<long>(body.size()));
+    FUZZ_CHECK(m.body_kind != L7_BODY_UNTIL_CLOSE || n == static_cast<long>(body.size()));
+    FUZZ_CHECK(m.body_kind != L7_BODY_NONE || (n == 0 && whole.done()));
+    FUZZ_CHECK(n < 0 || whole.done() || n == static_cast<long>(body.size()));
+
+    // the same bytes in pieces: same end, same verdict
+    proxy::BodyFramer pieces(m.body_kind, m.content_length);
+    size_t pos = 0;
+    long got = 0;
+    while (pos < body.size() && !pieces.done()) {
+        const size_t len = std::min(split == 0 ? body.size() : split, body.size() - pos);
+        const long k = pieces.feed({body.data() + pos, len});
+        if (k < 0) {
+            got = -1;
+            break;
+        }
+        FUZZ_CHECK(static_cast<size_t>(k) <= len);
+        got += k;
+        pos += len;
+        if (static_cast<size_t>(k) < len)
+            break;
+    }
+    FUZZ_CHECK(got == n);
+    FUZZ_CHECK(n < 0 || pieces.done() == whole.done());
+}
+
+}  // namespace
+
+int http_parse(const uint8_t* data, size_t size)
+{
+    if (size < 1)
+        return 0;
+    const uint8_t ctl = data[0];
+    const bool is_request = !(ctl & 1);
+    const std::string_view in(reinterpret_cast<const char*>(data) + 1, size - 1);
+
+    l7_msg m{};
+    const int st = proxy::parse_head({in.data(), in.size()}, is_request, &m);
+    FUZZ_CHECK(st == L7_P_OK || st == L7_P_MORE || st == L7_P_ERROR);
+
+    l7_msg again{};
+    FUZZ_CHECK(proxy::parse_head({in.data(), in.size()}, is_request, &again) == st);
+    FUZZ_CHECK(st == L7_P_MORE || same_msg(m, again));
+
+    if (st == L7_P_ERROR) {
+        FUZZ_CHECK(m.error > L7_PE_NONE && m.error < L7_PE_COUNT);
+        FUZZ_CHECK(m.status == 400 || m.status == 431 || m.status == 501 || m.status == 505 ||
+                   (!is_request && m.status == 502));
+        return 0;
+    }
+    if (st == L7_P_MORE) {
+        const std::string_view window = in.substr(0, std::min<size_t>(in.size(), L7_WS_BUF));
+        FUZZ_CHECK(window.find("\r\n\r\n") == std::string_view::npos);
+        FUZZ_CHECK(in.size() < L7_WS_BUF);
+        return 0;
+    }
+    check_head(in, m, is_request);
+
+    // the head alone parses the same: nothing after it was looked at
+    l7_msg head_only{};
+    FUZZ_CHECK(proxy::parse_head({in.data(), m.hdr_len}, is_request, &head_only) == L7_P_OK);
+    FUZZ_CHECK(same_msg(m, head_only));
+    // one byte less is never a complete head
+    FUZZ_CHECK(proxy::parse_head({in.data(), m.hdr_len - 1u}, is_request, &head_only) != L7_P_OK);
+
+    if (!is_request)
+        l7_response_body(&m, (ctl >> 1) & 1);
+    check_framing(in.substr(m.hdr_len), m, ctl >> 2);
+    return 0;
+}
+
+}  // namespace l7fast::fuzz
+
+L7FAST_FUZZ_ENTRY(http_parse)

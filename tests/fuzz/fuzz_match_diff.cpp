@@ -1,0 +1,110 @@
+// Differential: the kernel's route choice (the compiled tables, walked as
+// bpf/lib/match.h walks them: tests/support/KernelMatcher.hpp) against the
+// Router, the reference the slow path uses, for a policy and a request that
+// both come from the input and a request parsed by the real parser.
+//
+// Input: policy TOML, a line "%%", then one control byte (listener index,
+// random draws) and the request bytes.
+//
+// Invariants: whenever the kernel would act on a route itself it is the
+// Router's route, and with the same random draws the same upstream pool;
+// when the kernel finds no route the Router finds none either. Hand-offs to
+// the slow path may go anywhere (the slow path asks the Router itself).
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "FuzzTarget.hpp"
+#include "policy/PolicyLoader.hpp"
+#include "policy/Router.hpp"
+#include "proxy/Http.hpp"
+#include "support/KernelMatcher.hpp"
+
+namespace l7fast::fuzz {
+
+using namespace l7fast::testing;
+
+int match_diff(const uint8_t* data, size_t size)
+{
+    const std::string_view in(reinterpret_cast<const char*>(data), size);
+    const size_t sep = in.find("\n%%\n");
+    if (sep == std::string_view::npos || sep + 5 > in.size())
+        return 0;
+    const PolicyLoadResult loaded = PolicyLoader::load_string(in.substr(0, sep + 1), "fuzz.toml");
+    if (!loaded.ok() || loaded.policy().listeners.empty())
+        return 0;
+    const Policy& policy = loaded.policy();
+    const uint8_t ctl = static_cast<uint8_t>(in[sep + 4]);
+    const std::string_view bytes = in.substr(sep + 5);
+
+    l7_msg m{};
+    if (proxy::parse_head({bytes.data(), bytes.size()}, true, &m) != L7_P_OK || m.hdr_len > L7_SCRATCH_SIZE)
+        return 0;  // the kernel hands these to the slow path whole
+    const std::string_view head = bytes.substr(0, m.hdr_len);
+
+    // the parser's result as the kernel matcher and the Router each see it
+    ParsedRequest kernel_view;
+    kernel_view.window = std::string(head);
+    kernel_view.method = m.method;
+    kernel_view.path_off = m.target_off;
+    kernel_view.path_len = m.path_len;
+    kernel_view.host_idx = m.host_idx;
+    kernel_view.host_len = m.host_len;
+    std::vector<HeaderField> fields;
+    for (uint32_t i = 0; i < m.n_hdrs && i < L7_MAX_HEADERS; i++) {
+        const l7_hdr& h = m.hdr[i];
+        kernel_view.hdrs.push_back({h.name_off, h.name_len, h.val_off, h.val_len, h.name_hash});
+        fields.push_back({head.substr(h.name_off, h.name_len), head.substr(h.val_off, h.val_len)});
+    }
+    RequestView view;
+    view.method = head.substr(0, head.find(' '));
+    view.target = head.substr(m.target_off, m.target_len);
+    view.headers = fields;
+    view.listener = ctl % policy.listeners.size();
+
+    std::map<SocketAddress, uint32_t> pools;
+    const PoolIdFn pool_id = [&](const SocketAddress& a) -> std::optional<uint32_t> {
+        return pools.emplace(a, static_cast<uint32_t>(pools.size())).first->second;
+    };
+    const CompiledTables t = compile(policy, 0x6d61746368ULL + ctl, pool_id);
+    const KernelEmulator kernel(t, kernel_window_hash);
+    FUZZ_CHECK(kernel.unique_keys());
+    const Router router(policy);
+    const std::optional<uint32_t> expected = router.route(view);
+    const Decision d = kernel.decide(kernel_view, view.listener);
+
+    switch (d.verdict) {
+    case Verdict::SlowPath:
+        break;
+    case Verdict::NoRoute:
+        FUZZ_CHECK(!expected);
+        break;
+    case Verdict::Kernel: {
+        FUZZ_CHECK(expected && static_cast<int>(*expected) == d.route);
+        const Route& route = policy.routes[d.route];
+        for (uint32_t draw = 0; draw < 3; draw++) {
+            const uint32_t r1 = ctl * 2654435761u + draw, r2 = (ctl + draw) * 40503u;
+            const uint64_t rr = ctl + 7u * draw;
+            const auto ci = Router::choose_cluster(route, r1);
+            FUZZ_CHECK(ci);
+            const Cluster* c = policy.find_cluster(route.clusters[*ci].cluster);
+            FUZZ_CHECK(c);
+            uint32_t kernel_cluster = 0;
+            const long pool = kernel.pick_pool(d.route, r1, r2, rr, &kernel_cluster);
+            FUZZ_CHECK(kernel_cluster == static_cast<uint32_t>(c - policy.clusters.data()));
+            if (c->lb != LbPolicy::RoundRobin && c->lb != LbPolicy::Weighted)
+                continue;  // hash-based choice: the lb tests' business
+            const auto e = Router::choose_endpoint(*c, rr, r2);
+            FUZZ_CHECK(e);
+            FUZZ_CHECK(pool == static_cast<long>(pools.at(c->endpoints[*e].address)));
+        }
+        break;
+    }
+    }
+    return 0;
+}
+
+}  // namespace l7fast::fuzz
+
+L7FAST_FUZZ_ENTRY(match_diff)

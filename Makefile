@@ -5,6 +5,8 @@
 #   make           build everything into build/
 #   make demo      deps + build + run l7fastd on the embedded default policy
 #   make test      deps + build + the whole test suite (what .ci/run runs)
+#   make fuzz      libFuzzer targets, 30 s each (L7FAST_FUZZ_SECONDS=...)
+#   make fuzz-long libFuzzer targets, 10 min each
 #   make bench     benchmark against direct, HAProxy and nginx (short mode)
 #   make install   DESTDIR=... PREFIX=/usr
 #   make deb / make rpm
@@ -15,7 +17,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all build deps demo test test-unit test-e2e test-kmod test-system bench bench-full \
+.PHONY: all build deps demo test test-unit test-e2e test-kmod test-system fuzz fuzz-long bench bench-full \
 	install deb rpm clean
 
 all: build
@@ -46,6 +48,12 @@ test-kmod:
 
 test-system: build
 	scripts/run-tests.sh system
+
+fuzz: deps
+	BUILD=$(BUILD) scripts/fuzz.sh
+
+fuzz-long: deps
+	BUILD=$(BUILD) scripts/fuzz.sh --long
 
 bench: deps build
 	scripts/bench/run.sh --short

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Installs what building l7fast, running it and running the unit and
+# Installs what building l7fast, running it and running the unit, fuzz and
 # end-to-end tests need on Debian 12 (bookworm), through apt only.
 # The heavier suites install their own extras when they run:
 #   kernel module matrix  scripts/kmod/run-matrix.sh (headers, qemu, kernels)
@@ -17,6 +17,8 @@ PACKAGES=(
 	build-essential cmake pkg-config clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev
 	libtomlplusplus-dev libnl-3-dev libnl-genl-3-dev libsystemd-dev libboost-dev
 	libboost-system-dev libssl-dev libgtest-dev
+	# fuzz suite: libFuzzer and the ASan/UBSan runtimes of clang 14
+	libclang-rt-14-dev
 	# run (demo) and test
 	python3 python3-pytest curl iproute2 procps util-linux kmod
 	dbus-daemon dbus-bin dbus-system-bus-common systemd

@@ -6,7 +6,12 @@
 #
 # Suites, in the order they run:
 #   unit    C++ unit tests (ctest): HTTP parser, policy loader/router/compiler,
-#           differential matcher tests, D-Bus codecs and access checks
+#           differential matcher tests, D-Bus codecs and access checks, the
+#           fuzz corpus replayed through the fuzz targets' invariants
+#   fuzz    libFuzzer targets (scripts/fuzz.sh: its own clang/ASan/UBSan
+#           build in $BUILD/fuzz), L7FAST_FUZZ_SECONDS (default 30) each:
+#           HTTP parser, policy loader+compiler, JWT, matcher vs Router,
+#           BPF-compiled parser vs native; execs per target in the log
 #   e2e     tests/e2e (pytest, root): the real l7fastd with its eBPF data plane
 #           on this kernel, real sockets, backends, private D-Bus
 #   kmod    l7fast.ko built with kbuild and tested in Debian's 6.1 and 6.12
@@ -23,7 +28,7 @@ set -uo pipefail
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD:-build}
 case $BUILD in /*) ;; *) BUILD=$TOP/$BUILD ;; esac
-ALL=(unit e2e kmod system bench)
+ALL=(unit fuzz e2e kmod system bench)
 
 log() { printf '[tests %5ds] %s\n' "$SECONDS" "$*" >&2; }
 
@@ -36,6 +41,10 @@ done
 
 suite_unit() {
 	(cd "$BUILD" && ctest --output-on-failure -j"$(nproc)" --timeout 300)
+}
+
+suite_fuzz() {
+	BUILD=$BUILD "$TOP/scripts/fuzz.sh"
 }
 
 suite_e2e() {

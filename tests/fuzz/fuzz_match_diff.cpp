@@ -7,7 +7,8 @@
 // random draws) and the request bytes.
 //
 // Invariants: whenever the kernel would act on a route itself it is the
-// Router's route, and with the same random draws the same upstream pool;
+// Router's route, its RBAC rules decide as policy/Rbac's evaluate() does, and
+// with the same random draws it picks the same upstream pool;
 // when the kernel finds no route the Router finds none either. Hand-offs to
 // the slow path may go anywhere (the slow path asks the Router itself).
 #include <map>
@@ -17,6 +18,7 @@
 
 #include "FuzzTarget.hpp"
 #include "policy/PolicyLoader.hpp"
+#include "policy/Rbac.hpp"
 #include "policy/Router.hpp"
 #include "proxy/Http.hpp"
 #include "support/KernelMatcher.hpp"
@@ -80,9 +82,17 @@ int match_diff(const uint8_t* data, size_t size)
     case Verdict::NoRoute:
         FUZZ_CHECK(!expected);
         break;
+    case Verdict::RbacDeny:
     case Verdict::Kernel: {
         FUZZ_CHECK(expected && static_cast<int>(*expected) == d.route);
         const Route& route = policy.routes[d.route];
+        // the kernel's RBAC pass decides as policy/Rbac does
+        if (route.rbac)
+            FUZZ_CHECK(evaluate(*route.rbac, view, nullptr).allowed == (d.verdict == Verdict::Kernel));
+        else
+            FUZZ_CHECK(d.verdict == Verdict::Kernel);
+        if (d.verdict == Verdict::RbacDeny)
+            break;
         for (uint32_t draw = 0; draw < 3; draw++) {
             const uint32_t r1 = ctl * 2654435761u + draw, r2 = (ctl + draw) * 40503u;
             const uint64_t rr = ctl + 7u * draw;

@@ -688,7 +688,8 @@ L7_CALLBACK long l7_host_cb(__u32 i, void *ctx)
 }
 
 /* Connection: comma-separated tokens; b.aux = start of the current token + 1
- * (0: between tokens), b.acc collects L7_MF_CLOSE/KEEP_ALIVE/UPGRADE. */
+ * (0: between tokens), b.num = 1 once this element's token ended (until the
+ * next comma), b.acc collects L7_MF_CLOSE/KEEP_ALIVE/UPGRADE. */
 L7_INLINE void l7_conn_token(struct l7_ws *ws, __u32 start, __u32 end)
 {
 	__u32 len = end - start;
@@ -714,6 +715,12 @@ L7_CALLBACK long l7_conn_tokens_cb(__u32 i, void *ctx)
 	}
 	c = l7_wat(ws, p);
 	if (l7_is_tchar(c)) {
+		/* a second token in one list element ("close x"): whitespace
+		 * only surrounds an element, it does not separate them */
+		if (ws->b.num) {
+			ws->b.bad = 1;
+			return 1;
+		}
 		if (!ws->b.aux)
 			ws->b.aux = p + 1;
 		return 0;
@@ -721,8 +728,11 @@ L7_CALLBACK long l7_conn_tokens_cb(__u32 i, void *ctx)
 	if (ws->b.aux) {
 		l7_conn_token(ws, ws->b.aux - 1, p);
 		ws->b.aux = 0;
+		ws->b.num = 1;
 	}
-	if (c != ',' && c != ' ' && c != '\t') {
+	if (c == ',')
+		ws->b.num = 0;
+	else if (c != ' ' && c != '\t') {
 		ws->b.bad = 1;
 		return 1;
 	}

@@ -15,6 +15,7 @@
 // the framer never consumes more than it is given and frames the body the
 // same way however the bytes are split.
 #include <cstring>
+#include <string>
 #include <span>
 #include <string_view>
 
@@ -118,6 +119,75 @@ void check_head(std::string_view in, const l7_msg& m, bool is_request)
     }
 }
 
+std::string lower(std::string_view s)
+{
+    std::string out(s);
+    for (char& c : out)
+        c = static_cast<char>(l7_lower(static_cast<uint8_t>(c)));
+    return out;
+}
+
+// The acceptance rules of ARCHITECTURE.md section 6 that decide where a
+// message ends, re-derived from the accepted head independently of the
+// parser: these are what request smuggling plays on.
+void check_rules(std::string_view in, const l7_msg& m, bool is_request)
+{
+    int hosts = 0, lengths = 0, codings = 0;
+    bool close_token = false, keep_alive_token = false, expect_100 = false, expect_other = false;
+    for (uint32_t i = 0; i < m.n_hdrs; i++) {
+        const l7_hdr& f = m.hdr[i];
+        const std::string name = lower(in.substr(f.name_off, f.name_len));
+        const std::string_view value = in.substr(f.val_off, f.val_len);
+        if (name == "host") {
+            hosts++;
+            FUZZ_CHECK(i == m.host_idx);
+            FUZZ_CHECK(value.size() >= 1 && value.size() <= 255);
+            for (char c : value)
+                FUZZ_CHECK(c > 0x20 && static_cast<uint8_t>(c) < 0x7f && !std::strchr("/@?#\\", c));
+        } else if (name == "content-length") {
+            lengths++;
+            FUZZ_CHECK(value.size() >= 1 && value.size() <= 18);
+            uint64_t v = 0;
+            for (char c : value) {
+                FUZZ_CHECK(c >= '0' && c <= '9');
+                v = v * 10 + static_cast<uint64_t>(c - '0');
+            }
+            FUZZ_CHECK(v == m.content_length);
+        } else if (name == "transfer-encoding") {
+            codings++;
+            FUZZ_CHECK(lower(value) == "chunked");
+        } else if (name == "connection") {
+            size_t pos = 0;
+            while (pos <= value.size()) {
+                size_t end = value.find(',', pos);
+                if (end == std::string_view::npos)
+                    end = value.size();
+                std::string_view tok = value.substr(pos, end - pos);
+                while (!tok.empty() && (tok.front() == ' ' || tok.front() == '\t'))
+                    tok.remove_prefix(1);
+                while (!tok.empty() && (tok.back() == ' ' || tok.back() == '\t'))
+                    tok.remove_suffix(1);
+                close_token |= lower(tok) == "close";
+                keep_alive_token |= lower(tok) == "keep-alive";
+                pos = end + 1;
+            }
+        } else if (name == "expect") {
+            (lower(value) == "100-continue" ? expect_100 : expect_other) = true;
+        }
+    }
+    FUZZ_CHECK(hosts <= 1 && lengths <= 1 && codings <= 1);
+    FUZZ_CHECK((hosts == 1) == (m.host_idx != L7_NONE));
+    FUZZ_CHECK(!is_request || m.version == 10 || hosts == 1);
+    FUZZ_CHECK((lengths == 1) == !!(m.flags & L7_MF_HAS_CL));
+    FUZZ_CHECK((codings == 1) == !!(m.flags & L7_MF_HAS_TE));
+    FUZZ_CHECK(!(lengths && codings));
+    FUZZ_CHECK(!codings || m.version == 11);
+    FUZZ_CHECK(expect_100 == !!(m.flags & L7_MF_EXPECT_100));
+    FUZZ_CHECK(expect_other == !!(m.flags & L7_MF_EXPECT_OTHER));
+    const bool closes = close_token || (m.version == 10 && !keep_alive_token);
+    FUZZ_CHECK(closes == !!(m.flags & L7_MF_CLOSE));
+}
+
 void check_framing(std::string_view body, const l7_msg& m, size_t split)
 {
     proxy::BodyFramer whole(m.body_kind, m.content_length);
@@ -179,6 +249,7 @@ int http_parse(const uint8_t* data, size_t size)
         return 0;
     }
     check_head(in, m, is_request);
+    check_rules(in, m, is_request);
 
     // the head alone parses the same: nothing after it was looked at
     l7_msg head_only{};

@@ -93,6 +93,11 @@ TEST(HttpParser, ConnectionSemantics)
     EXPECT_TRUE(req("GET / HTTP/1.1\r\nHost: h\r\nConnection: keep-alive, Close\r\n\r\n").m.flags &
                 L7_MF_CLOSE);
     EXPECT_TRUE(req("GET / HTTP/1.0\r\n\r\n").m.flags & L7_MF_CLOSE);
+    // optional whitespace around elements, empty elements (RFC 9110 5.6.1)
+    const Parsed list = req("GET / HTTP/1.1\r\nHost: h\r\nConnection: \tupgrade ,, keep-alive\t,close\r\n\r\n");
+    ASSERT_EQ(list.status, L7_P_OK);
+    EXPECT_EQ(list.m.flags & (L7_MF_UPGRADE | L7_MF_KEEP_ALIVE | L7_MF_CLOSE),
+              unsigned{L7_MF_UPGRADE | L7_MF_KEEP_ALIVE | L7_MF_CLOSE});
     EXPECT_FALSE(req("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n").m.flags & L7_MF_CLOSE);
     EXPECT_TRUE(req("GET / HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
                     .m.flags &
@@ -163,7 +168,10 @@ INSTANTIATE_TEST_SUITE_P(
         Rejection{"bad_version", "GET / HTTX/1.1\r\nHost: h\r\n\r\n", 400, L7_PE_BAD_VERSION},
         Rejection{"lowercase_version", "GET / http/1.1\r\nHost: h\r\n\r\n", 400, L7_PE_BAD_VERSION},
         Rejection{"empty_line_first", "\r\nGET / HTTP/1.1\r\nHost: h\r\n\r\n", 400, L7_PE_EMPTY_LINE_FIRST},
-        Rejection{"bad_connection", "GET / HTTP/1.1\r\nHost: h\r\nConnection: close;x\r\n\r\n", 400, L7_PE_BAD_CONNECTION}),
+        Rejection{"bad_connection", "GET / HTTP/1.1\r\nHost: h\r\nConnection: close;x\r\n\r\n", 400, L7_PE_BAD_CONNECTION},
+        // found by fuzz_http_parse: whitespace is not a list separator
+        Rejection{"connection_space_list", "GET / HTTP/1.1\r\nHost: h\r\nConnection: + close    x\r\n\r\n", 400, L7_PE_BAD_CONNECTION},
+        Rejection{"connection_two_tokens", "GET / HTTP/1.1\r\nHost: h\r\nConnection: keep-alive close\r\n\r\n", 400, L7_PE_BAD_CONNECTION}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(HttpParser, OversizedHeadsAre431)

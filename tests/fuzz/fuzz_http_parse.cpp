@@ -20,6 +20,7 @@
 #include <string_view>
 
 #include "FuzzTarget.hpp"
+#include "policy/PathNormalize.hpp"
 #include "proxy/Http.hpp"
 
 namespace l7fast::fuzz {
@@ -188,6 +189,35 @@ void check_rules(std::string_view in, const l7_msg& m, bool is_request)
     FUZZ_CHECK(closes == !!(m.flags & L7_MF_CLOSE));
 }
 
+// The kernel matches raw paths and takes only those the parser finds in
+// normal form; the slow path normalises the rest (policy/PathNormalize). So a
+// path the parser calls normal must be its own normal form, or the two paths
+// would match different strings; and normalising must reach a path the
+// parser calls normal (unless an escape stays: those always take the slow
+// path).
+void check_path_normal_form(std::string_view in, const l7_msg& m)
+{
+    const std::string_view target = in.substr(m.target_off, m.target_len);
+    const policy::NormalizedTarget n = policy::normalize_target(target);
+    if (!(m.flags & L7_MF_PATH_NOT_NORMAL)) {
+        FUZZ_CHECK(n.error.empty());
+        FUZZ_CHECK(n.target == target);
+        return;
+    }
+    if (!n.error.empty())
+        return;
+    const policy::NormalizedTarget again = policy::normalize_target(n.target);
+    FUZZ_CHECK(again.error.empty() && again.target == n.target);
+    // escapes that stay (not of unreserved characters) keep a path with
+    // the slow path for good: the parser flags every '%'
+    if (n.target.substr(0, n.target.find('?')).find('%') != std::string::npos)
+        return;
+    const std::string rq = "GET " + n.target + " HTTP/1.1\r\nHost: h\r\n\r\n";
+    l7_msg nm{};
+    FUZZ_CHECK(proxy::parse_head({rq.data(), rq.size()}, true, &nm) == L7_P_OK);
+    FUZZ_CHECK(!(nm.flags & L7_MF_PATH_NOT_NORMAL));
+}
+
 void check_framing(std::string_view body, const l7_msg& m, size_t split)
 {
     proxy::BodyFramer whole(m.body_kind, m.content_length);
@@ -250,6 +280,8 @@ int http_parse(const uint8_t* data, size_t size)
     }
     check_head(in, m, is_request);
     check_rules(in, m, is_request);
+    if (is_request)
+        check_path_normal_form(in, m);
 
     // the head alone parses the same: nothing after it was looked at
     l7_msg head_only{};

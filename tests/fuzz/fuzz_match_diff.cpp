@@ -6,6 +6,10 @@
 // Input: policy TOML, a line "%%", then one control byte (listener index,
 // random draws) and the request bytes.
 //
+// The slow path's view follows ClientSession: a path the parser flags as not
+// in normal form is normalised before the Router sees it (the kernel hands
+// such requests over).
+//
 // Invariants: whenever the kernel would act on a route itself it is the
 // Router's route, its RBAC rules decide as policy/Rbac's evaluate() does, and
 // with the same random draws it picks the same upstream pool;
@@ -17,6 +21,7 @@
 #include <vector>
 
 #include "FuzzTarget.hpp"
+#include "policy/PathNormalize.hpp"
 #include "policy/PolicyLoader.hpp"
 #include "policy/Rbac.hpp"
 #include "policy/Router.hpp"
@@ -53,6 +58,7 @@ int match_diff(const uint8_t* data, size_t size)
     kernel_view.path_len = m.path_len;
     kernel_view.host_idx = m.host_idx;
     kernel_view.host_len = m.host_len;
+    kernel_view.path_not_normal = m.flags & L7_MF_PATH_NOT_NORMAL;
     std::vector<HeaderField> fields;
     for (uint32_t i = 0; i < m.n_hdrs && i < L7_MAX_HEADERS; i++) {
         const l7_hdr& h = m.hdr[i];
@@ -62,6 +68,15 @@ int match_diff(const uint8_t* data, size_t size)
     RequestView view;
     view.method = head.substr(0, head.find(' '));
     view.target = head.substr(m.target_off, m.target_len);
+    // the slow path matches a path not in normal form normalised
+    // (ClientSession::run), or answers 400
+    NormalizedTarget normal;
+    if (m.flags & L7_MF_PATH_NOT_NORMAL) {
+        normal = normalize_target(view.target);
+        if (!normal.error.empty())
+            return 0;
+        view.target = normal.target;
+    }
     view.headers = fields;
     view.listener = ctl % policy.listeners.size();
 

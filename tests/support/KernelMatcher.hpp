@@ -34,6 +34,7 @@ struct ParsedRequest {
     uint32_t path_off = 0, path_len = 0;
     uint16_t host_idx = kNone;
     uint32_t host_len = 0;
+    bool path_not_normal = false;  // L7_MF_PATH_NOT_NORMAL
     std::vector<ParsedHeader> hdrs;
 };
 
@@ -79,6 +80,8 @@ public:
     {
         if (rq.method == L7_M_CONNECT)
             return {Verdict::SlowPath, -1, "CONNECT"};
+        if (rq.path_not_normal)
+            return {Verdict::SlowPath, -1, "path not in normal form"};
         HdrVal hdr_val;
         const int r = match(rq, listener_id, hdr_val);
         if (r == -2)

@@ -102,15 +102,34 @@ struct l7_xxh_scan {
 	__u32 pad;
 };
 
+/*
+ * Little-endian 8 bytes at i, all below w->len (the stripes are). Unlike
+ * l7_load64() there is no fill branch: on its path the verifier would see a
+ * constant word, the lanes would become different constants every
+ * iteration and the bpf_loop callback would never converge (measured on
+ * 6.18: over the 1M instruction limit for an 8 KiB key).
+ */
+L7_INLINE __u64 l7_xxh_word(const struct l7_window *w, __u32 i)
+{
+	__u64 v;
+
+#if defined(__bpf__)
+	v = *(const __u64 *)(w->buf + L7_IDX(i, L7_WMASK(w)));
+#else
+	memcpy(&v, w->buf + (i & L7_WMASK(w)), sizeof(v));
+#endif
+	return v;
+}
+
 L7_CALLBACK long l7_xxh_stripe_cb(__u32 i, void *ctx)
 {
 	struct l7_xxh_scan *s = (struct l7_xxh_scan *)ctx;
 	__u32 p = s->off + i * 32;
 
-	s->v1 = l7_xxh_round(s->v1, l7_load64(&s->w, p, 0));
-	s->v2 = l7_xxh_round(s->v2, l7_load64(&s->w, p + 8, 0));
-	s->v3 = l7_xxh_round(s->v3, l7_load64(&s->w, p + 16, 0));
-	s->v4 = l7_xxh_round(s->v4, l7_load64(&s->w, p + 24, 0));
+	s->v1 = l7_xxh_round(s->v1, l7_xxh_word(&s->w, p));
+	s->v2 = l7_xxh_round(s->v2, l7_xxh_word(&s->w, p + 8));
+	s->v3 = l7_xxh_round(s->v3, l7_xxh_word(&s->w, p + 16));
+	s->v4 = l7_xxh_round(s->v4, l7_xxh_word(&s->w, p + 24));
 	return 0;
 }
 

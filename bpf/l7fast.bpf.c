@@ -285,7 +285,7 @@ __noinline int l7_g_decide(struct l7_scratch *s, __u32 n, struct l7_conn *c,
 		d->reason = L7_R_RBAC_DENY;
 		return 0;
 	}
-	pool = l7_pick_pool(r, gen);
+	pool = l7_pick_pool(r, gen, s, key);
 	if (pool < 0) {
 		d->reason = L7_R_POOL_MISS;
 		return 0;

@@ -68,6 +68,17 @@ struct {
 	__type(value, struct l7_endpoint);
 } l7_endpoints SEC(".maps");
 
+/* daemon writes; req reads. Ring-hash rings and Maglev tables of the
+ * clusters kernel routes use, index gen * L7_MAX_LB_TABLES + l7_cluster.table.
+ * ~640 KiB a table, allocated at load (an array): 16 entries, ~10 MiB;
+ * clusters beyond L7_MAX_LB_TABLES per generation choose in user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, L7_GENS * L7_MAX_LB_TABLES);
+	__type(key, __u32);
+	__type(value, struct l7_lb_table);
+} l7_lb_tables SEC(".maps");
+
 /* req increments (round-robin cursor per cluster); nobody else. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

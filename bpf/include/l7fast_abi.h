@@ -203,7 +203,7 @@ struct l7_cluster {
 	__u32 total_weight;
 	__u16 key_kind;       /* ring hash / Maglev: enum l7_lb_key */
 	__u16 key_hdr;        /* match header index of an L7_LBK_HEADER key */
-	__u32 table;          /* l7_lb_tables index (gen * L7_MAX_LB_TABLES + i) */
+	__u32 table;          /* this generation's table: l7_lb_tables[gen * L7_MAX_LB_TABLES + table] */
 	__u32 table_size;     /* ring points, or Maglev table size */
 };
 

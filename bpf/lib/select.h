@@ -4,6 +4,7 @@
 #define L7_LIB_SELECT_H
 
 #include "conn.h"
+#include "hashpick.h"
 
 #define L7_MAX_BSEARCH 11 /* log2(L7_MAX_ENDPOINTS) + 1 */
 
@@ -14,8 +15,10 @@ static __always_inline struct l7_endpoint *l7_endpoint_at(__u32 gen, __u32 idx)
 	return bpf_map_lookup_elem(&l7_endpoints, &k);
 }
 
-/* Picks the endpoint for a route; returns its pool id or -1. */
-static __always_inline long l7_pick_pool(const struct l7_route *r, __u32 gen)
+/* Picks the endpoint for a route (s: the parsed request, key: its
+ * connection); returns its pool id or -1. */
+static __always_inline long l7_pick_pool(const struct l7_route *r, __u32 gen,
+					 struct l7_scratch *s, const struct l7_conn_key *key)
 {
 	struct l7_cluster *c;
 	struct l7_endpoint *ep;
@@ -37,7 +40,13 @@ static __always_inline long l7_pick_pool(const struct l7_route *r, __u32 gen)
 	c = bpf_map_lookup_elem(&l7_clusters, &ck);
 	if (!c || !c->n_endpoints)
 		return -1;
-	if (c->lb == L7_LB_WEIGHTED && c->total_weight) {
+	if (c->lb == L7_LB_RING_HASH || c->lb == L7_LB_MAGLEV) {
+		int pe = l7_g_hash_pick(s, key, gen, ck);
+
+		if (pe < 0)
+			return -1;
+		e = (__u32)pe;
+	} else if (c->lb == L7_LB_WEIGHTED && c->total_weight) {
 		__u32 x = bpf_get_prandom_u32() % c->total_weight;
 		__u32 lo = 0, hi = c->n_endpoints - 1;
 

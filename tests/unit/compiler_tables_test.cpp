@@ -11,6 +11,9 @@
 #include <set>
 #include <string>
 
+#include "l7_lb.h"
+#include "lb/HashBalancer.hpp"
+#include "lb/KeyHash.hpp"
 #include "policy/KernelHash.hpp"
 #include "policy/PolicyCompiler.hpp"
 #include "policy/PolicyLoader.hpp"
@@ -746,8 +749,16 @@ TEST(CompilerTables, FeaturesWithoutKernelSupportGoToUserSpace)
         {"header mutation adds 513 bytes",
          [](Policy& p) { p.routes[0].request_headers.add.push_back({"x-big", std::string(504, 'v')}); }},
         {"per-route timeout", [](Policy& p) { p.routes[0].timeout = std::chrono::milliseconds(5); }},
-        {"consistent hashing", [](Policy& p) { p.clusters[0].lb = LbPolicy::RingHash; }},
-        {"consistent hashing", [](Policy& p) { p.clusters[0].lb = LbPolicy::Maglev; }},
+        {"cookie hash keys", [](Policy& p) {
+             p.clusters[0].lb = LbPolicy::RingHash;
+             p.clusters[0].hash_key = RequestKey{RequestKey::Kind::Cookie, "session"};
+         }},
+        {"bounded load", [](Policy& p) {
+             p.clusters[0].lb = LbPolicy::Maglev;
+             p.clusters[0].hash_key = RequestKey{RequestKey::Kind::Header, "x-user"};
+             p.clusters[0].hash_balance_factor = 150;
+         }},
+        {"without a hash_key", [](Policy& p) { p.clusters[0].lb = LbPolicy::RingHash; }},
     };
     for (auto& [what, change] : cases) {
         Policy p = base;
@@ -1051,4 +1062,192 @@ TEST(CompilerTables, RbacLimitsPlaceTheRouteInUserSpace)
             << t.placement[0].reason;
         EXPECT_EQ(t.routes[0].flags & L7_RF_RBAC, 0u);
     }
+}
+
+// ---- ring hash and Maglev ------------------------------------------------------------
+
+namespace {
+
+constexpr const char* kHashClusters = R"(
+[[cluster]]
+name = "ring"
+lb = "ring_hash"
+hash_key = { header = "X-User" }
+ring_min_size = 2048
+endpoints = [ { address = "127.0.0.1:9101", weight = 2 }, { address = "127.0.0.1:9102" },
+              { address = "[::1]:9103", weight = 3 } ]
+[[cluster]]
+name = "mag"
+lb = "maglev"
+hash_key = { source_ip = true }
+maglev_table_size = 251
+endpoints = [ { address = "127.0.0.1:9101" }, { address = "127.0.0.1:9104" } ]
+[[cluster]]
+name = "mag-default"
+lb = "maglev"
+hash_key = { header = "x-tenant" }
+endpoints = [ { address = "127.0.0.1:9105" }, { address = "127.0.0.1:9106" }, { address = "127.0.0.1:9107" } ]
+[[route]]
+name = "ring"
+cluster = "ring"
+match = { path_prefix = "/ring" }
+[[route]]
+name = "tenant"
+cluster = "app"
+match = { headers = [ { name = "X-Tenant", exact = "gold" } ] }
+[[route]]
+name = "mag"
+clusters = [ { name = "mag", weight = 1 }, { name = "mag-default", weight = 1 } ]
+match = { path_prefix = "/mag" }
+)";
+
+size_t cluster_index(const Policy& p, const std::string& name)
+{
+    for (size_t i = 0; i < p.clusters.size(); i++)
+        if (p.clusters[i].name == name)
+            return i;
+    ADD_FAILURE() << "no cluster " << name;
+    return 0;
+}
+
+int match_header_index(const CompiledTables& t, const std::string& name)
+{
+    for (uint32_t h = 0; h < t.meta.n_match_hdrs; h++)
+        if (std::string(reinterpret_cast<const char*>(t.meta.hdr_name[h]), t.meta.hdr_name_len[h]) == name)
+            return static_cast<int>(h);
+    return -1;
+}
+
+}  // namespace
+
+TEST(CompilerTables, ConsistentHashClustersCarryTheReferenceTables)
+{
+    const Policy p = load(kHashClusters);
+    PoolIds pools;
+    const CompiledTables t = compile_policy(p, pools);
+    ASSERT_EQ(t.placement.size(), 3u);
+    for (const auto& pl : t.placement)
+        EXPECT_TRUE(pl.kernel) << pl.reason;
+    ASSERT_EQ(t.lb_tables.size(), 3u);
+
+    // the route header and the hash key header share the match header space
+    const int tenant = match_header_index(t, "x-tenant");
+    const int user = match_header_index(t, "x-user");
+    ASSERT_GE(tenant, 0);
+    ASSERT_GE(user, 0);
+    EXPECT_EQ(t.meta.n_match_hdrs, 2u);
+    // no route looks at x-user: every route is in its "any" set
+    EXPECT_EQ(bits(t.bitmaps[L7_BMI_HDR_ANY(user)]), range(0, 3));
+    EXPECT_TRUE(bits(t.bitmaps[L7_BMI_HDR_PRESENT(user)]).empty());
+
+    std::mt19937_64 rng(7);
+    std::set<uint32_t> tables;
+    for (const char* name : {"ring", "mag", "mag-default"}) {
+        SCOPED_TRACE(name);
+        const Cluster& pc = p.clusters[cluster_index(p, name)];
+        const l7_cluster& c = t.clusters.at(cluster_index(p, name));
+        std::string why;
+        const auto ref = l7fast::lb::HashBalancer::build(pc, &why);
+        ASSERT_TRUE(ref) << why;
+        ASSERT_LT(c.table, t.lb_tables.size());
+        EXPECT_TRUE(tables.insert(c.table).second) << "two clusters share a table";
+        const l7_lb_table& tab = *t.lb_tables[c.table];
+        EXPECT_EQ(c.n_endpoints, pc.endpoints.size());
+        for (uint32_t e = 0; e < c.n_endpoints; e++)
+            EXPECT_EQ(t.endpoints.at(c.first_endpoint + e).pool_id, pools.ids.at(pc.endpoints[e].address));
+        if (pc.hash_key->kind == RequestKey::Kind::SourceIp) {
+            EXPECT_EQ(c.key_kind, L7_LBK_SOURCE_IP);
+        } else {
+            EXPECT_EQ(c.key_kind, L7_LBK_HEADER);
+            EXPECT_EQ(static_cast<int>(c.key_hdr), match_header_index(t, pc.hash_key->name));
+        }
+        if (const auto* ring = ref->ring()) {
+            EXPECT_EQ(c.lb, L7_LB_RING_HASH);
+            ASSERT_EQ(c.table_size, ring->size());
+            EXPECT_GE(c.table_size, 2048u);
+            for (size_t i = 0; i < ring->size(); i++) {
+                ASSERT_EQ(tab.hash[i], ring->hashes()[i]) << i;
+                ASSERT_EQ(tab.ep[i], ring->endpoints()[i]) << i;
+            }
+            for (size_t i = ring->size(); i < L7_LB_TABLE_RING; i++)
+                ASSERT_EQ(tab.hash[i], 0u) << i;
+        } else {
+            const auto* m = ref->maglev();
+            ASSERT_NE(m, nullptr);
+            EXPECT_EQ(c.lb, L7_LB_MAGLEV);
+            ASSERT_EQ(c.table_size, m->table_size());
+            for (size_t i = 0; i < m->table_size(); i++)
+                ASSERT_EQ(tab.ep[i], m->table()[i]) << i;
+        }
+        // the kernel's lookup over the compiled table chooses what the slow
+        // path chooses, for keys as the slow path hashes them
+        for (int k = 0; k < 2000; k++) {
+            const uint64_t h = l7fast::lb::key_hash("user-" + std::to_string(rng()));
+            const uint32_t kernel = c.lb == L7_LB_RING_HASH ? l7_lb_ring_pick(tab.hash, tab.ep, c.table_size, h)
+                                                             : l7_lb_maglev_pick(tab.ep, c.table_size, h);
+            ASSERT_EQ(std::optional<uint32_t>(kernel), ref->choose(h)) << k;
+        }
+    }
+}
+
+TEST(CompilerTables, ConsistentHashingThatStaysInUserSpace)
+{
+    // cookie keys and bounded load: user space, with the reason, and no table
+    for (const std::string& extra :
+         {std::string("hash_key = { cookie = \"s\" }\n"),
+          std::string("hash_key = { header = \"x-user\" }\nhash_balance_factor = 150\n"),
+          std::string("hash_key = { source_ip = true }\nring_min_size = 70000\nring_max_size = 70000\n")}) {
+        SCOPED_TRACE(extra);
+        const Policy p = load("[[cluster]]\nname = \"h\"\nlb = \"ring_hash\"\n" + extra +
+                              "endpoints = [ { address = \"127.0.0.1:9201\" } ]\n"
+                              "[[route]]\nname = \"h\"\ncluster = \"h\"\n");
+        PoolIds pools;
+        const CompiledTables t = compile_policy(p, pools);
+        ASSERT_EQ(t.placement.size(), 1u);
+        EXPECT_FALSE(t.placement[0].kernel);
+        EXPECT_NE(t.placement[0].reason.find("cluster h chooses its endpoint in user space"), std::string::npos)
+            << t.placement[0].reason;
+        EXPECT_TRUE(t.lb_tables.empty());
+        EXPECT_TRUE(pools.ids.empty()) << "no pool for an upstream only the slow path uses";
+    }
+
+    // more hashing clusters than tables: the first L7_MAX_LB_TABLES get one
+    std::string body;
+    for (int i = 0; i <= L7_MAX_LB_TABLES; i++) {
+        const std::string n = std::to_string(i);
+        body += "[[cluster]]\nname = \"h" + n + "\"\nlb = \"maglev\"\nmaglev_table_size = 7\n"
+                "hash_key = { source_ip = true }\nendpoints = [ { address = \"127.0.0.1:" +
+                std::to_string(9300 + i) + "\" } ]\n[[route]]\nname = \"r" + n + "\"\ncluster = \"h" + n +
+                "\"\nmatch = { path_prefix = \"/" + n + "/\" }\n";
+    }
+    const Policy p = load(body);
+    PoolIds pools;
+    const CompiledTables t = compile_policy(p, pools);
+    ASSERT_EQ(t.placement.size(), L7_MAX_LB_TABLES + 1u);
+    EXPECT_EQ(t.lb_tables.size(), static_cast<size_t>(L7_MAX_LB_TABLES));
+    for (int i = 0; i < L7_MAX_LB_TABLES; i++)
+        EXPECT_TRUE(t.placement[i].kernel) << i << ": " << t.placement[i].reason;
+    EXPECT_FALSE(t.placement[L7_MAX_LB_TABLES].kernel);
+    EXPECT_NE(t.placement[L7_MAX_LB_TABLES].reason.find("more than 8 ring-hash / Maglev clusters"),
+              std::string::npos)
+        << t.placement[L7_MAX_LB_TABLES].reason;
+}
+
+TEST(CompilerTables, HashKeyHeaderBeyondTheMatchHeaders)
+{
+    std::string routes;
+    for (int i = 0; i < L7_MAX_MATCH_HDRS; i++)
+        routes += route_block("m" + std::to_string(i), "headers = [ { name = \"x-h" + std::to_string(i) +
+                                                           "\", present = true } ]");
+    const Policy p = load(routes +
+                          "[[cluster]]\nname = \"h\"\nlb = \"ring_hash\"\nhash_key = { header = \"x-user\" }\n"
+                          "endpoints = [ { address = \"127.0.0.1:9201\" } ]\n"
+                          "[[route]]\nname = \"h\"\ncluster = \"h\"\n");
+    PoolIds pools;
+    const CompiledTables t = compile_policy(p, pools);
+    ASSERT_EQ(t.placement.size(), L7_MAX_MATCH_HDRS + 1u);
+    EXPECT_TRUE(t.placement[0].kernel) << t.placement[0].reason;
+    EXPECT_FALSE(t.placement.back().kernel);
+    EXPECT_NE(t.placement.back().reason.find("x-user is beyond the 16 distinct header names"), std::string::npos)
+        << t.placement.back().reason;
 }

@@ -385,6 +385,11 @@ uint32_t Dataplane::stage(const policy::CompiledTables& t, std::span<const uint3
         uint32_t k = gen * L7_MAX_ROUTES + route;
         update_or_throw(mfd, &k, &m, "l7_mutations");
     }
+    int tfd = bpf_map__fd(skel_->maps.l7_lb_tables);
+    for (uint32_t i = 0; i < t.lb_tables.size() && i < L7_MAX_LB_TABLES; i++) {
+        uint32_t k = gen * L7_MAX_LB_TABLES + i;
+        update_or_throw(tfd, &k, t.lb_tables[i].get(), "l7_lb_tables");
+    }
     int cfd = bpf_map__fd(skel_->maps.l7_clusters);
     for (uint32_t i = 0; i < t.clusters.size() && i < L7_MAX_CLUSTERS; i++) {
         uint32_t k = gen * L7_MAX_CLUSTERS + i;

@@ -7,6 +7,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "lb/HashBalancer.hpp"
 #include "policy/KernelHash.hpp"
 #include "policy/Text.hpp"
 
@@ -108,6 +109,7 @@ public:
         fill_listeners(t);
         t.clusters = std::move(clusters_);
         t.endpoints = std::move(endpoints_);
+        t.lb_tables = std::move(lb_tables_);
         for (auto& [key, entry] : strings_)  // ordered by (space, kind, aux, hash): stable output
             t.strings.push_back({entry.key, entry.val});
         *collisions = collisions_;
@@ -183,6 +185,25 @@ private:
             if (!is_overflow_stand_in(r) && p_.routes[r].rbac)
                 for (const RbacRule& rule : p_.routes[r].rbac->rules)
                     assign_match_headers(rule.when);
+        // then the hash keys of ring-hash / Maglev clusters: the kernel finds
+        // a key header's value where the matcher collected it
+        for (uint32_t r = 0; r < in_tables_; r++) {
+            const Route& route = p_.routes[r];
+            if (is_overflow_stand_in(r) || !route.offload || !p_.daemon.kernel_dataplane)
+                continue;
+            for (const WeightedCluster& wc : route.clusters) {
+                const Cluster* c = p_.find_cluster(wc.cluster);
+                if (!c || (c->lb != LbPolicy::RingHash && c->lb != LbPolicy::Maglev) || !c->hash_key ||
+                    c->hash_key->kind != RequestKey::Kind::Header)
+                    continue;
+                const std::string name = lower(c->hash_key->name);
+                if (name.empty() || name.size() > L7_MAX_HDR_NAME || hdr_slot_.count(name) ||
+                    hdr_names_.size() >= L7_MAX_MATCH_HDRS)
+                    continue;
+                hdr_slot_.emplace(name, static_cast<uint32_t>(hdr_names_.size()));
+                hdr_names_.push_back(name);
+            }
+        }
     }
 
     void assign_match_headers(const RouteMatch& m)
@@ -294,11 +315,6 @@ private:
         shape_request_mutation(route, s);
         if (route.timeout)
             s.reasons.add("per-route timeouts run in user space");
-        for (const WeightedCluster& wc : route.clusters) {
-            const Cluster* c = p_.find_cluster(wc.cluster);
-            if (c && (c->lb == LbPolicy::RingHash || c->lb == LbPolicy::Maglev))
-                s.reasons.add("cluster " + c->name + ": consistent hashing runs in user space");
-        }
     }
 
     // Each rule is shaped like a route's match; anything the kernel cannot
@@ -603,10 +619,80 @@ private:
             const Cluster& c = p_.clusters[ci];
             l7_cluster out{};
             out.lb = c.lb == LbPolicy::Weighted ? L7_LB_WEIGHTED : L7_LB_ROUND_ROBIN;
-            if (needed[ci])
+            const bool hashing = c.lb == LbPolicy::RingHash || c.lb == LbPolicy::Maglev;
+            if (needed[ci] && (!hashing || add_hash_table(ci, out)))
                 add_endpoints(ci, out);
             clusters_.push_back(out);
         }
+    }
+
+    // A ring-hash / Maglev cluster: the key and the slow path's own table
+    // (lb::HashBalancer, as proxy::build_pipeline_state builds it), so the
+    // kernel picks the endpoint the slow path picks for the same key. False
+    // with the reason in cluster_reason_ when the choice stays in user space.
+    bool add_hash_table(size_t ci, l7_cluster& out)
+    {
+        const Cluster& c = p_.clusters[ci];
+        std::string& why = cluster_reason_[ci];
+        const std::string user = "cluster " + c.name + " chooses its endpoint in user space: ";
+        if (!c.hash_key) {
+            why = user + "consistent hashing without a hash_key";
+            return false;
+        }
+        switch (c.hash_key->kind) {
+        case RequestKey::Kind::Header: {
+            auto slot = hdr_slot_.find(lower(c.hash_key->name));
+            if (slot == hdr_slot_.end()) {
+                why = user + "its hash_key header " + c.hash_key->name +
+                      (c.hash_key->name.size() > L7_MAX_HDR_NAME
+                           ? " is longer than " + std::to_string(L7_MAX_HDR_NAME) + " bytes"
+                           : " is beyond the " + std::to_string(L7_MAX_MATCH_HDRS) + " distinct header names");
+                return false;
+            }
+            out.key_kind = L7_LBK_HEADER;
+            out.key_hdr = static_cast<__u16>(slot->second);
+            break;
+        }
+        case RequestKey::Kind::SourceIp:
+            out.key_kind = L7_LBK_SOURCE_IP;
+            break;
+        case RequestKey::Kind::Cookie:
+            why = user + "cookie hash keys are parsed in user space";
+            return false;
+        default:
+            why = user + "its hash_key is not a header or source_ip";
+            return false;
+        }
+        std::string err;
+        const std::optional<lb::HashBalancer> b = lb::HashBalancer::build(c, &err);
+        if (!b) {
+            why = user + err;
+            return false;
+        }
+        if (auto refusal = b->kernel_refusal()) {
+            why = user + *refusal;
+            return false;
+        }
+        if (lb_tables_.size() >= L7_MAX_LB_TABLES) {
+            why = user + "kernel routes use more than " + std::to_string(L7_MAX_LB_TABLES) +
+                  " ring-hash / Maglev clusters";
+            return false;
+        }
+        auto t = std::make_shared<l7_lb_table>();  // zeroed
+        if (const lb::RingHash* ring = b->ring()) {
+            std::copy(ring->hashes().begin(), ring->hashes().end(), t->hash);
+            std::copy(ring->endpoints().begin(), ring->endpoints().end(), t->ep);
+            out.lb = L7_LB_RING_HASH;
+            out.table_size = static_cast<__u32>(ring->size());
+        } else {
+            const lb::Maglev* m = b->maglev();
+            std::copy(m->table().begin(), m->table().end(), t->ep);
+            out.lb = L7_LB_MAGLEV;
+            out.table_size = static_cast<__u32>(m->table_size());
+        }
+        out.table = static_cast<__u32>(lb_tables_.size());
+        lb_tables_.push_back(std::move(t));
+        return true;
     }
 
     void add_endpoints(size_t ci, l7_cluster& out)
@@ -844,6 +930,7 @@ private:
     size_t collisions_ = 0;
     std::vector<l7_cluster> clusters_;
     std::vector<l7_endpoint> endpoints_;
+    std::vector<std::shared_ptr<const l7_lb_table>> lb_tables_;
     std::vector<std::string> cluster_reason_;  // non-empty: no kernel endpoints
     std::vector<std::string> jwt_reason_;      // per provider; non-empty: user space
 };

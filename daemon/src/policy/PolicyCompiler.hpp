@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -55,6 +56,10 @@ struct CompiledTables {
     std::vector<l7_route> routes;        // min(routes, L7_MAX_ROUTES); stats_id = route index
     std::vector<l7_cluster> clusters;    // min(clusters, L7_MAX_CLUSTERS), index = Policy::clusters
     std::vector<l7_endpoint> endpoints;  // at most L7_MAX_ENDPOINTS
+    // Ring-hash rings and Maglev tables of the clusters kernel routes use,
+    // index l7_cluster.table; at most L7_MAX_LB_TABLES (~640 KiB each,
+    // shared so that copying the tables stays cheap).
+    std::vector<std::shared_ptr<const l7_lb_table>> lb_tables;
     // min(listeners, L7_MAX_LISTENERS), id = index in Policy::listeners
     std::vector<std::pair<l7_listener_key, l7_listener>> listeners;
     // per Policy::jwt_providers entry (at most L7_MAX_JWT_PROVIDERS): where

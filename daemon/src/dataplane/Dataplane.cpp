@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "common/Log.hpp"
+#include "dataplane/TestFault.hpp"
 #include "l7fast.skel.h"
 #include "policy/PolicyCompiler.hpp"
 
@@ -28,21 +29,35 @@ std::deque<std::string> g_libbpf_tail;
 
 int libbpf_print(enum libbpf_print_level level, const char* fmt, va_list ap)
 {
-    char buf[1024];
-    int n = std::vsnprintf(buf, sizeof(buf), fmt, ap);
+    // One call can carry a whole verifier log (thousands of lines, the
+    // reason for a rejection at its end): keep all of it, line by line.
+    va_list copy;
+    va_copy(copy, ap);
+    int n = std::vsnprintf(nullptr, 0, fmt, copy);
+    va_end(copy);
     if (n <= 0)
         return n;
-    std::string line(buf, std::min<size_t>(static_cast<size_t>(n), sizeof(buf) - 1));
-    while (!line.empty() && line.back() == '\n')
-        line.pop_back();
-    {
-        std::lock_guard<std::mutex> lock(g_libbpf_mu);
-        g_libbpf_tail.push_back(line);
-        if (g_libbpf_tail.size() > 40)
-            g_libbpf_tail.pop_front();
+    std::string text(static_cast<size_t>(n) + 1, '\0');
+    std::vsnprintf(text.data(), text.size(), fmt, ap);
+    text.resize(static_cast<size_t>(n));
+    size_t start = 0;
+    while (start < text.size()) {
+        size_t end = text.find('\n', start);
+        if (end == std::string::npos)
+            end = text.size();
+        std::string line = text.substr(start, end - start);
+        start = end + 1;
+        if (line.empty())
+            continue;
+        {
+            std::lock_guard<std::mutex> lock(g_libbpf_mu);
+            g_libbpf_tail.push_back(line);
+            if (g_libbpf_tail.size() > 40)
+                g_libbpf_tail.pop_front();
+        }
+        if (level == LIBBPF_WARN)
+            log::debug("libbpf: ", line);
     }
-    if (level == LIBBPF_WARN)
-        log::debug("libbpf: ", line);
     return n;
 }
 
@@ -133,6 +148,11 @@ bool Dataplane::load(bool adopt)
             log::notice("removing stale data-plane pins in ", opts_.bpffs);
             fs::remove_all(opts_.bpffs, ec);
         }
+    }
+    if (std::string fault = apply_test_faults(skel_); !fault.empty()) {
+        l7fast_bpf__destroy(skel_);
+        skel_ = nullptr;
+        throw DataplaneError(fault);
     }
     int err = l7fast_bpf__load(skel_);
     if (err) {
@@ -534,7 +554,11 @@ bool Dataplane::conn_create(const l7_conn_key& k, uint32_t listener_id, uint8_t 
     c.listener_id = listener_id;
     c.mode = L7_MODE_KERNEL;
     c.side = side;
-    return bpf_map_update_elem(bpf_map__fd(skel_->maps.l7_conns), &k, &c, BPF_NOEXIST) == 0;
+    if (bpf_map_update_elem(bpf_map__fd(skel_->maps.l7_conns), &k, &c, BPF_NOEXIST) == 0)
+        return true;
+    if (errno != EEXIST)
+        note_map_update_failure("l7_conns", errno, "new client connections take the slow path");
+    return false;
 }
 
 bool Dataplane::insert_remote_socket(const l7_conn_key& k, int fd)
@@ -547,7 +571,9 @@ void Dataplane::conn_set_user_done(const l7_conn_key& k, uint64_t done)
 {
     l7_conn_user u{};
     u.u_done = done;
-    bpf_map_update_elem(bpf_map__fd(skel_->maps.l7_conn_user), &k, &u, BPF_ANY);
+    if (bpf_map_update_elem(bpf_map__fd(skel_->maps.l7_conn_user), &k, &u, BPF_ANY) != 0)
+        note_map_update_failure("l7_conn_user", errno,
+                                "requests after a slow-path one on such a connection stay in the slow path");
 }
 
 void Dataplane::conn_clear_outstanding(const l7_conn_key& k)

@@ -3,7 +3,9 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <optional>
 #include <random>
 
 #include "common/FdStore.hpp"
@@ -156,6 +158,9 @@ awaitable<int> ClientSession::read_request_head(l7_msg& m)
     const auto& d = server_.runtime()->policy().daemon;
     Deadline deadline(server_.io());
     bool first = true;
+    // the whole head must arrive within header_timeout of its first byte: a
+    // client trickling a byte at a time does not restart the clock
+    std::optional<std::chrono::steady_clock::time_point> head_until;
     for (;;) {
         if (in_len_ > 0) {
             int st = parse_head({in_.data(), in_len_}, true, &m);
@@ -163,7 +168,15 @@ awaitable<int> ClientSession::read_request_head(l7_msg& m)
                 co_return st;
         }
         // idle keep-alive wait for the first byte, then the head timeout
-        deadline.arm(in_len_ == 0 && first ? d.idle_timeout : d.header_timeout, {&sock_});
+        if (in_len_ == 0 && first) {
+            deadline.arm(d.idle_timeout, {&sock_});
+        } else {
+            auto now = std::chrono::steady_clock::now();
+            if (!head_until)
+                head_until = now + d.header_timeout;
+            auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*head_until - now);
+            deadline.arm(std::max(left, std::chrono::milliseconds(1)), {&sock_});
+        }
         first = false;
         if (in_.size() < in_len_ + kReadChunk)
             in_.resize(std::min<size_t>(in_len_ + kReadChunk, L7_USER_MAX_HDR_BLOCK + kReadChunk));

@@ -14,6 +14,7 @@
 #include "common/Log.hpp"
 #include "control/DbusService.hpp"
 #include "control/Metrics.hpp"
+#include "policy/FileSafety.hpp"
 #include "policy/PolicyCompiler.hpp"
 #include "policy/PolicyLoader.hpp"
 #include "policy/Router.hpp"
@@ -309,6 +310,7 @@ void Daemon::start()
     log::info("l7fastd ", L7FAST_VERSION, ": policy from ",
               opts_.config.empty() ? kEmbeddedName : opts_.config, " (", pol.routes.size(),
               " routes, ", pol.clusters.size(), " clusters, ", pol.listeners.size(), " listeners)");
+    check_file_permissions();
 
     const auto& d = pol.daemon;
     // sockets a previous instance left in systemd's fd store (restart)
@@ -525,6 +527,7 @@ control::ReloadOutcome Daemon::reload()
         return out;
     };
 
+    check_file_permissions();
     policy::Policy pol;
     std::string err = load_policy(opts_.config, opts_.policy_dir, &pol);
     if (!err.empty())
@@ -556,6 +559,16 @@ control::ReloadOutcome Daemon::reload()
     return out;
 }
 
+void Daemon::check_file_permissions()
+{
+    file_warnings_.clear();
+    if (opts_.config.empty())
+        return;
+    file_warnings_ = policy::policy_permission_problems(opts_.config, opts_.policy_dir);
+    for (const auto& w : file_warnings_)
+        log::warning("unsafe permissions: ", w);
+}
+
 void Daemon::emit_reloaded(const control::ReloadOutcome& out)
 {
     if (dbus_)
@@ -581,6 +594,7 @@ control::StatusInfo Daemon::status()
     s.connections = server_->sessions();
     s.upstream_connections = server_->pool().open_connections();
     s.last_reload_error = last_reload_error_;
+    s.warnings = file_warnings_;
     return s;
 }
 

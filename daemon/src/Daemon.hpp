@@ -70,6 +70,8 @@ private:
     void handle_signal(int sig);
     void notify(const std::string& state);
     void emit_reloaded(const control::ReloadOutcome& out);
+    // logs and keeps (for GetStatus) who else may write the policy files
+    void check_file_permissions();
     void fold_kernel_counters(uint32_t gen);
     void on_access_event(const l7_event& ev);
     std::string stats_route_name(uint32_t stats_id) const;
@@ -90,6 +92,8 @@ private:
     std::vector<control::RouteInfo> placement_;
     std::string degraded_reason_;
     std::string last_reload_error_;
+    // unsafe permissions of the policy files (policy/FileSafety.hpp)
+    std::vector<std::string> file_warnings_;
     uint64_t generation_ = 0;
     std::chrono::steady_clock::time_point started_;
     std::chrono::microseconds watchdog_interval_{0};

@@ -12,6 +12,7 @@
 #include "control/CtlBus.hpp"
 #include "control/CtlCommandLine.hpp"
 #include "control/CtlRender.hpp"
+#include "policy/FileSafety.hpp"
 #include "policy/PolicyLoader.hpp"
 
 using namespace l7fast;
@@ -146,6 +147,7 @@ int cmd_check(const CtlOptions& o)
     CheckReport report;
     report.file = o.file;
     report.result = &result;
+    report.warnings = policy::policy_permission_problems(file, dropins);
     CheckOutcome placement;
     if (result.ok()) {
         std::error_code ec;

@@ -248,6 +248,10 @@ TEST(CtlRender, StatusShowsSharesAndTheLastReloadError)
     EXPECT_NE(out.find("Routes:         4, 3 in the kernel (75.0%)\n"), std::string::npos) << out;
     EXPECT_NE(out.find("Requests:       4, 3 in the kernel (75.0%), 1 in user space\n"), std::string::npos) << out;
     EXPECT_NE(out.find("Last reload:    failed: p.toml:1:1: x: bad\n"), std::string::npos) << out;
+    EXPECT_EQ(out.find("Warnings:"), std::string::npos) << out;
+    s.warnings = {"/a: first", "/b: second"};
+    EXPECT_NE(render_status(s, nullptr).find("Warnings:       /a: first\n                /b: second\n"),
+              std::string::npos);
     EXPECT_EQ(render_status(s, nullptr).find("Requests:"), std::string::npos);
 }
 
@@ -263,7 +267,9 @@ TEST(CtlRender, CheckJsonCarriesEveryErrorField)
     EXPECT_EQ(j.rfind(R"({"file":"p.toml","ok":false,"errors":[{"file":"p.toml","line":)", 0), 0u) << j;
     for (const char* k : {"\"column\":", "\"key\":", "\"message\":", "\"text\":\"p.toml:"})
         EXPECT_NE(j.find(k), std::string::npos) << k << " in " << j;
-    EXPECT_NE(j.find(R"("placement":null,"placement_note":"l7fastd is not running"})"), std::string::npos) << j;
+    EXPECT_NE(j.find(R"("placement":null,"placement_note":"l7fastd is not running","warnings":[]})"),
+              std::string::npos)
+        << j;
     EXPECT_EQ(render_check(r), "") << "errors go to stderr, not into the report";
 }
 

@@ -69,6 +69,7 @@ StatusInfo sample_status()
     s.connections = 3;
     s.upstream_connections = 10;
     s.last_reload_error = "p.toml:1:2: x: bad";
+    s.warnings = {"/etc/l7fast/policy.toml: the policy file is writable by every user"};
     return s;
 }
 
@@ -138,6 +139,7 @@ TEST_F(BusMessage, StatusRoundTrips)
     EXPECT_EQ(out.connections, in.connections);
     EXPECT_EQ(out.upstream_connections, in.upstream_connections);
     EXPECT_EQ(out.last_reload_error, in.last_reload_error);
+    EXPECT_EQ(out.warnings, in.warnings);
 }
 
 TEST_F(BusMessage, StatusJsonHasTheDocumentedKeysInOrder)
@@ -149,7 +151,8 @@ TEST_F(BusMessage, StatusJsonHasTheDocumentedKeysInOrder)
               R"("policy_files":["/etc/l7fast/policy.toml","/etc/l7fast/policy.d/10-a.toml"],)"
               R"("features":{"sk_msg":"yes","kfuncs":"no, module missing"},"uptime_sec":3723,"listeners":2,)"
               R"("routes":5,"routes_kernel":4,"connections":3,"upstream_connections":10,)"
-              R"("last_reload_error":"p.toml:1:2: x: bad"})");
+              R"("last_reload_error":"p.toml:1:2: x: bad",)"
+              R"("warnings":["/etc/l7fast/policy.toml: the policy file is writable by every user"]})");
 }
 
 TEST_F(BusMessage, StatsRoundTrip)

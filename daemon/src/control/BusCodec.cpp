@@ -490,6 +490,7 @@ int append_status(sd_bus_message* m, const StatusInfo& s)
         .entry("connections", s.connections)
         .entry("upstream_connections", s.upstream_connections)
         .entry("last_reload_error", s.last_reload_error)
+        .entry("warnings", "as", [&](Appender& x) { x.strv(s.warnings); })
         .close();
     return a.result();
 }
@@ -510,7 +511,8 @@ int read_status(sd_bus_message* m, StatusInfo* s)
             .u32("routes_kernel", &s->routes_kernel)
             .u64("connections", &s->connections)
             .u64("upstream_connections", &s->upstream_connections)
-            .str("last_reload_error", &s->last_reload_error);
+            .str("last_reload_error", &s->last_reload_error)
+            .on("warnings", "as", [&] { return read_strv(m, &s->warnings); });
         return f.r;
     });
 }

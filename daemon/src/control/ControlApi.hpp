@@ -27,6 +27,7 @@ struct StatusInfo {
     uint64_t connections = 0;       // client connections open in the slow path
     uint64_t upstream_connections = 0;
     std::string last_reload_error;  // empty when the last reload succeeded
+    std::vector<std::string> warnings;  // unsafe permissions of the policy files
 };
 
 struct RouteInfo {

@@ -143,6 +143,8 @@ std::string render_status(const StatusInfo& s, const StatsSnapshot* stats)
     out += labelled("Connections",
                     num(s.connections) + " in the slow path, " + num(s.upstream_connections) + " upstream");
     out += labelled("Last reload", s.last_reload_error.empty() ? "ok" : "failed: " + first_line(s.last_reload_error));
+    for (size_t i = 0; i < s.warnings.size(); i++)
+        out += i ? std::string(16, ' ') + s.warnings[i] + "\n" : labelled("Warnings", s.warnings[i]);
     if (!s.features.empty()) {
         out += "Features:\n";
         TextTable t({"  FEATURE", "STATE"});
@@ -273,6 +275,10 @@ std::string check_json(const CheckReport& r)
         w.null();
     }
     w.field("placement_note", r.placement_note);
+    w.key("warnings").begin_array();
+    for (const auto& warning : r.warnings)
+        w.value(warning);
+    w.end_array();
     w.end_object();
     return w.str();
 }
@@ -293,6 +299,8 @@ std::string render_check(const CheckReport& r)
     } else if (!r.placement_note.empty()) {
         out += "Placement not shown: " + r.placement_note + "\n";
     }
+    for (const auto& warning : r.warnings)
+        out += "\nWarning: " + warning + "\n";
     return out;
 }
 

@@ -46,6 +46,7 @@ struct CheckReport {
     const policy::PolicyLoadResult* result = nullptr;
     const CheckOutcome* placement = nullptr;
     std::string placement_note;
+    std::vector<std::string> warnings;  // unsafe permissions (policy/FileSafety.hpp)
 };
 std::string check_json(const CheckReport& r);
 std::string render_check(const CheckReport& r);  // for stdout; errors go to stderr separately

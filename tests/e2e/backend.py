@@ -112,6 +112,9 @@ class Handler(BaseHTTPRequestHandler):
 class Server(socketserver.ThreadingMixIn, socketserver.TCPServer):
     allow_reuse_address = True
     daemon_threads = True
+    # socketserver's default backlog of 5 drops SYNs when a proxy opens many
+    # connections at once (pool exhaustion tests): connects then time out
+    request_queue_size = 128
 
 
 def main():

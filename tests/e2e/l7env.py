@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -154,7 +155,7 @@ class Daemon:
     crash."""
 
     def __init__(self, policy_body, cgroup, workdir, extra_args=(), daemon_settings="",
-                 policy_dir=None, bus_env=None, fdstore=False):
+                 policy_dir=None, bus_env=None, fdstore=False, extra_env=None, rlimits=None):
         self.cgroup = cgroup
         self.workdir = Path(workdir)
         self.bpffs = f"/sys/fs/bpf/l7fast-test-{os.getpid()}-{id(self) & 0xffff:x}"
@@ -179,6 +180,8 @@ class Daemon:
         self.env.pop("JOURNAL_STREAM", None)
         if fdstore:
             self.env["L7FAST_FDSTORE"] = "1"
+        self.env.update(extra_env or {})
+        self.rlimits = dict(rlimits or {})  # resource.RLIMIT_* -> (soft, hard)
         self.args = [str(L7FASTD), "--config", str(self.policy), "--policy-dir", str(self.policy_dir),
                      "--log-level", "debug", *extra_args]
         self.logf = open(self.log_path, "w")
@@ -212,9 +215,14 @@ class Daemon:
             env["LISTEN_FDS"] = str(len(fds))
             env["LISTEN_FDNAMES"] = ":".join(names)
             cmd = [PYTHON, "-c", _LAUNCHER, ",".join(map(str, fds)), *self.args]
-        cgroup = self.cgroup
+        cgroup, rlimits = self.cgroup, self.rlimits
+
+        def pre():
+            cgroup.add(os.getpid())
+            for res, lim in rlimits.items():
+                resource.setrlimit(res, lim)
         self.proc = subprocess.Popen(cmd, stdout=self.logf, stderr=subprocess.STDOUT, env=env,
-                                     pass_fds=fds, preexec_fn=lambda: cgroup.add(os.getpid()))
+                                     pass_fds=fds, preexec_fn=pre)
 
     def kill9_and_restart(self, downtime=0.0, during=None):
         """SIGKILL, optionally `during()` while nothing runs, then start again
@@ -299,6 +307,43 @@ class Daemon:
             total = sum(v["value"] for v in f["values"])
             name = COUNTERS[k] if k < len(COUNTERS) else "to_slow_path_" + REASONS[k - len(COUNTERS)]
             out[name] = total
+        return out
+
+    def fds(self):
+        """The daemon's open descriptors: {fd: what it is} (readlink of /proc/PID/fd)."""
+        out = {}
+        d = f"/proc/{self.proc.pid}/fd"
+        for fd in os.listdir(d):
+            try:
+                out[int(fd)] = os.readlink(f"{d}/{fd}")
+            except OSError:
+                pass
+        return out
+
+    def rss_kib(self):
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        return 0
+
+    def map_entries(self, name):
+        """Entries of a pinned hash map (bpftool), 0 when the data plane is not loaded."""
+        if not os.path.exists(f"{self.bpffs}/maps/{name}"):
+            return 0
+        return len(self.map_dump(name))
+
+    def slot_states(self):
+        """Pool slots by state name, EMPTY ones left out."""
+        names = ["EMPTY", "CONNECTING", "IDLE", "KBUSY", "UBUSY", "RELAY", "DEAD"]
+        out = {}
+        if not os.path.exists(f"{self.bpffs}/maps/l7_slots"):
+            return out
+        for e in self.map_dump("l7_slots"):
+            st = e.get("formatted", e)["value"]["state"]
+            if st:
+                name = names[st] if st < len(names) else str(st)
+                out[name] = out.get(name, 0) + 1
         return out
 
     def stop(self):

@@ -155,7 +155,8 @@ class Daemon:
     crash."""
 
     def __init__(self, policy_body, cgroup, workdir, extra_args=(), daemon_settings="",
-                 policy_dir=None, bus_env=None, fdstore=False, extra_env=None, rlimits=None):
+                 policy_dir=None, bus_env=None, fdstore=False, extra_env=None, rlimits=None,
+                 preexec=None):
         self.cgroup = cgroup
         self.workdir = Path(workdir)
         self.bpffs = f"/sys/fs/bpf/l7fast-test-{os.getpid()}-{id(self) & 0xffff:x}"
@@ -182,6 +183,7 @@ class Daemon:
             self.env["L7FAST_FDSTORE"] = "1"
         self.env.update(extra_env or {})
         self.rlimits = dict(rlimits or {})  # resource.RLIMIT_* -> (soft, hard)
+        self.preexec = preexec  # run in the child before exec (e.g. join another cgroup)
         self.args = [str(L7FASTD), "--config", str(self.policy), "--policy-dir", str(self.policy_dir),
                      "--log-level", "debug", *extra_args]
         self.logf = open(self.log_path, "w")
@@ -215,12 +217,14 @@ class Daemon:
             env["LISTEN_FDS"] = str(len(fds))
             env["LISTEN_FDNAMES"] = ":".join(names)
             cmd = [PYTHON, "-c", _LAUNCHER, ",".join(map(str, fds)), *self.args]
-        cgroup, rlimits = self.cgroup, self.rlimits
+        cgroup, rlimits, extra = self.cgroup, self.rlimits, self.preexec
 
         def pre():
             cgroup.add(os.getpid())
             for res, lim in rlimits.items():
                 resource.setrlimit(res, lim)
+            if extra:
+                extra()
         self.proc = subprocess.Popen(cmd, stdout=self.logf, stderr=subprocess.STDOUT, env=env,
                                      pass_fds=fds, preexec_fn=pre)
 

@@ -56,8 +56,9 @@ TEST_F(PolicyTree, WorldWritableFileIsReportedWithTheFix)
 TEST_F(PolicyTree, GroupWritableOnlyMattersForGroupsOtherThanRoot)
 {
     ::chmod(file_.c_str(), 0664);
-    if (::getegid() == 0)
+    if (::getegid() == 0) {
         EXPECT_TRUE(policy_permission_problems(file_, dir_).empty());
+    }
     ASSERT_EQ(::chown(file_.c_str(), static_cast<uid_t>(-1), 65534), 0);
     auto p = policy_permission_problems(file_, dir_);
     ASSERT_EQ(p.size(), 1u);

@@ -19,7 +19,7 @@ from l7fast_bus import (ADMIN_GID, L7FASTCTL, NOBODY, PrivateBus, Daemon, bus, c
 
 STATUS_KEYS = {"version", "state", "degraded_reason", "generation", "policy_files", "features", "uptime_sec",
                "listeners", "routes", "routes_kernel", "connections", "upstream_connections",
-               "last_reload_error"}
+               "last_reload_error", "warnings"}
 ROUTE_KEYS = {"name", "listeners", "match", "clusters", "placement", "reason", "where"}
 STATS_KEYS = {"generation", "requests_kernel", "requests_user", "no_route", "routes", "counters"}
 ROUTE_STATS_KEYS = {"name", "placement", "requests_kernel", "requests_user", "responses", "bytes_in",

@@ -13,6 +13,8 @@ parameters shape the response:
   close=1       "Connection: close" and close after the response
   http10=1      answer as HTTP/1.0 without Content-Length (body until close)
   interim=1     send "100 Continue" style interim response first (103 Early Hints)
+  linger=MS     wait after the response before the connection goes on (or
+                closes, for a request with Connection: close)
 
 Usage: backend.py NAME PORT [HOST]
 """
@@ -51,7 +53,7 @@ class Handler(BaseHTTPRequestHandler):
         n = int(self.headers.get("Content-Length", "0") or "0")
         return self.rfile.read(n) if n else b""
 
-    def _handle(self):
+    def _respond(self):
         body = self._body()
         url = urllib.parse.urlsplit(self.path)
         q = dict(urllib.parse.parse_qsl(url.query))
@@ -105,6 +107,13 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(payload)
+
+    def _handle(self):
+        self._respond()
+        q = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+        if "linger" in q:
+            self.wfile.flush()
+            time.sleep(int(q["linger"][0]) / 1000)
 
     do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_HEAD = _handle
 

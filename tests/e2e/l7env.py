@@ -185,7 +185,7 @@ class Daemon:
         self.rlimits = dict(rlimits or {})  # resource.RLIMIT_* -> (soft, hard)
         self.preexec = preexec  # run in the child before exec (e.g. join another cgroup)
         self.args = [str(L7FASTD), "--config", str(self.policy), "--policy-dir", str(self.policy_dir),
-                     "--log-level", "debug", *extra_args]
+                     "--log-level", "debug", *extra_args] + (["--trace"] if os.environ.get("L7FAST_TRACE") else [])
         self.logf = open(self.log_path, "w")
         self.reader.start()
         self._spawn()

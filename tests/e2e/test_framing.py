@@ -172,6 +172,27 @@ def test_connection_close_is_honoured(env, web, local):
     c.close()
 
 
+@pytest.mark.parametrize("local", CLIENTS, ids=IDS)
+def test_upstream_closed_after_a_client_close_is_not_reused(env, web, local):
+    """The slow path forwards a client's Connection: close, so the backend
+    closes its end after responding: that upstream connection must not go
+    back to the pool as idle, or the next request the kernel takes is
+    redirected into a socket about to close (502, or EFAULT for a local
+    client). "/x/../" sends the close request to the slow path."""
+    for i in range(25):
+        c = connect(env, web, local)
+        c.request("GET", f"/x/../slow{i}?linger=100", headers={"Connection": "close"})
+        assert c.read_response().status == 200
+        assert c.closed_by_peer()
+        c.close()
+        c = connect(env, web, local)
+        c.request("GET", f"/fast{i}")
+        r = c.read_response()
+        assert r.status == 200
+        assert r.json()["path"] == f"/fast{i}"
+        c.close()
+
+
 def test_kernel_path_served_the_local_requests(env, web):
     n = env.daemon.counters()
     assert n["requests_kernel"] > 20 and n["responses_kernel"] > 20, n

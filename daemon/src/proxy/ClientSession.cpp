@@ -759,7 +759,11 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
             server_.pool().release(up, false);
             break;
         }
-        server_.pool().release(up, x.ok && x.reusable);
+        // The request's Connection: close (or HTTP/1.0 without keep-alive)
+        // went to the upstream too, which closes after answering: back in the
+        // pool as IDLE, the data plane could redirect the next request into
+        // that closing socket before the pool's watcher sees the FIN.
+        server_.pool().release(up, x.ok && x.reusable && !close);
         if (!x.ok) {
             if (!x.wrote) {
                 int code = x.status ? x.status : 502;

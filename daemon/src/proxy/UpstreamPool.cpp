@@ -409,6 +409,7 @@ void UpstreamPool::release(const UpstreamPtr& c, bool reusable)
     }
     state_of(s).store(L7_SLOT_DEAD);
     retire(c);
+    warm_all();  // replace it now, not at the next sweep
 }
 
 void UpstreamPool::finish_relay(const UpstreamPtr& c, bool reusable)

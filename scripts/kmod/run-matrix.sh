@@ -179,7 +179,9 @@ prepare_btf_tools() {
 	if [ ! -f "$KDIR/vmlinux" ]; then
 		log "$K_ABI: extracting vmlinux BTF from vmlinuz"
 		sh "$src/scripts/extract-vmlinux" "$KROOT/boot/vmlinuz-$K_ABI" >"$KDIR/vmlinux.tmp"
-		readelf -S "$KDIR/vmlinux.tmp" | grep -q '\.BTF ' || die "no .BTF in vmlinuz of $K_ABI"
+		# grep reads everything: with pipefail, `grep -q` exiting early can
+		# fail the pipeline through readelf's SIGPIPE
+		readelf -S "$KDIR/vmlinux.tmp" | grep '\.BTF ' >/dev/null || die "no .BTF in vmlinuz of $K_ABI"
 		mv "$KDIR/vmlinux.tmp" "$KDIR/vmlinux"
 	fi
 }
@@ -195,7 +197,7 @@ build_module() {
 	if grep -q 'Skipping BTF generation' "$BUILD/$K_ABI/module-build.log"; then
 		die "$K_ABI: kbuild skipped module BTF"
 	fi
-	readelf -S "$out/l7fast.ko" | grep -q '\.BTF ' || die "$K_ABI: l7fast.ko has no .BTF"
+	readelf -S "$out/l7fast.ko" | grep '\.BTF ' >/dev/null || die "$K_ABI: l7fast.ko has no .BTF"
 	MODULE=$out/l7fast.ko
 }
 

@@ -31,7 +31,7 @@ run() { printf '$ %s\n' "$*"; "$@"; }
 [ "$(id -u)" = 0 ] || die "run as root: loading eBPF programs and attaching them to a cgroup needs it"
 [ -x "$L7FASTD" ] && [ -x "$L7FASTCTL" ] || die "no l7fastd in $BUILD: run 'make build' first"
 for port in 8080 9001 9002; do
-	if ss -Hltn "sport = :$port" | grep -q .; then
+	if ss -Hltn "sport = :$port" | grep . >/dev/null; then
 		die "port $port is already in use ($(ss -Hltnp "sport = :$port" | awk '{print $NF}' | head -n1)); the default policy needs 8080, 9001 and 9002 free"
 	fi
 done
@@ -56,7 +56,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # --- environment: bpffs and a bus ------------------------------------------------
-if ! mount -t bpf | grep -q ' /sys/fs/bpf '; then
+if ! mount -t bpf | grep ' /sys/fs/bpf ' >/dev/null; then
 	mount -t bpf bpf /sys/fs/bpf || die "cannot mount bpffs on /sys/fs/bpf"
 fi
 if [ -z "${DBUS_SYSTEM_BUS_ADDRESS:-}" ] && [ ! -S /run/dbus/system_bus_socket ]; then

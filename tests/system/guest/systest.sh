@@ -93,7 +93,9 @@ bpf_objs map >"$WORK/maps-before"
 cgroup_attachments >"$WORK/cgroup-before"
 python3 "$G/backend.py" alpha 9001 &
 python3 "$G/backend.py" beta 9002 &
-wait_for 10 curl -sf http://127.0.0.1:9001/ && wait_for 10 curl -sf http://127.0.0.1:9002/ ||
+python3 "$G/backend.py" gamma 9003 &
+wait_for 10 curl -sf http://127.0.0.1:9001/ && wait_for 10 curl -sf http://127.0.0.1:9002/ &&
+	wait_for 10 curl -sf http://127.0.0.1:9003/ ||
 	fail backends "the python backends did not start"
 
 # --- install -------------------------------------------------------------------
@@ -220,11 +222,45 @@ if [ "${k1:-0}" -ge $((${k0:-0} + 31)) ] 2>/dev/null; then
 else
 	fail kernel-path "requests_kernel $k0 -> $k1 for 31 requests; routes: $(head -c 300 "$RES/routes.json")"
 fi
-# TODO(issue: JWT and ring-hash policies): when the policy format has
-# [route.jwt] and lb = ring_hash, add policies/jwt-ringhash.toml here and check:
-# a valid HS256 token -> 200 via the kernel path, a bad signature -> 401, and
-# that a ring-hash key (header) sticks to one backend across 100 requests.
-todo jwt-ring-hash "JWT and ring-hash policies arrive in a later issue; hook: tests/system/guest/systest.sh"
+# --- JWT and ring hash on the kernel path ---------------------------------------------
+# /api needs an HS256 token (the slow path verifies the first one and puts it
+# in the kernel's verified-token cache; the same token is then admitted in
+# the kernel), /shard is a ring hash on X-User over alpha, beta and gamma.
+cp "$POL/jwt-ringhash.toml" /etc/l7fast/policy.toml
+if systemctl reload l7fast.service >>"$RES/commands.log" 2>&1; then
+	route_k() { dbusq GetStats | python3 -c 'import json,sys
+for r in json.load(sys.stdin)["routes"]:
+    if r["name"] == sys.argv[1]: print(r["requests_kernel"], r["requests_user"], r["placement"])' "$1"; }
+	before_api=$(route_k api) before_shard=$(route_k shard)
+	jr=$(python3 "$G/jwtring.py" "$LISTEN" 2>>"$RES/commands.log" || echo '{}')
+	echo "$jr" >"$RES/jwtring.json"
+	after_api=$(route_k api) after_shard=$(route_k shard)
+	[ "$(echo "$jr" | jget valid)" = "[200]" ] && [ "$(echo "$jr" | jget forged)" = 401 ] &&
+		[ "$(echo "$jr" | jget missing)" = 401 ] &&
+		echo "$jr" | jget forged_www_authenticate | grep -q 'invalid_token' &&
+		pass jwt "50 requests with a valid HS256 token: 200; forged signature and missing token: 401 with WWW-Authenticate" ||
+		fail jwt "$jr"
+	[ "$(echo "$jr" | jget sticky)" = True ] && [ "$(echo "$jr" | jget backends)" = "['alpha', 'beta', 'gamma']" ] &&
+		pass ring-hash "30 users x 4 requests: each user on one backend, users on alpha, beta and gamma" ||
+		fail ring-hash "$jr"
+	# requests_kernel requests_user placement, before -> after
+	read -r ka ua pa <<<"$after_api"
+	read -r kb ub pb <<<"$before_api"
+	if [ "$pa" = kernel ] && [ $((ka - kb)) -ge 45 ]; then
+		pass jwt-kernel-path "route api ($pa): kernel $kb -> $ka, user $ub -> $ua for 52 requests"
+	else
+		fail jwt-kernel-path "route api: before '$before_api', after '$after_api' (kernel user placement)"
+	fi
+	read -r ka ua pa <<<"$after_shard"
+	read -r kb ub pb <<<"$before_shard"
+	if [ "$pa" = kernel ] && [ $((ka - kb)) -ge 100 ]; then
+		pass ring-hash-kernel-path "route shard ($pa): kernel $kb -> $ka, user $ub -> $ua for 120 requests"
+	else
+		fail ring-hash-kernel-path "route shard: before '$before_shard', after '$after_shard' (kernel user placement)"
+	fi
+else
+	fail jwt "systemctl reload with policies/jwt-ringhash.toml failed: $(journalctl -u l7fast -n 5 --no-pager -o cat | tr '\n' '|')"
+fi
 
 # --- reload under load ---------------------------------------------------------------
 # Generation 2 moves /svc from alpha to beta while 8 clients keep sending; not

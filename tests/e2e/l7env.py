@@ -131,6 +131,69 @@ class Backend:
                 self.proc.kill()
 
 
+class RawBackend:
+    """An HTTP/1.1 server on a raw socket, for tests that need the exact
+    bytes a backend receives: each Content-Length-framed request is answered
+    with answer(head, body) (head with its final CRLF); every chunk received
+    is passed to on_bytes, if given, as it arrives."""
+
+    def __init__(self, answer, on_bytes=None):
+        self.answer, self.on_bytes = answer, on_bytes
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def address(self):
+        return f"127.0.0.1:{self.port}"
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(c,), daemon=True).start()
+
+    def _recv(self, c):
+        data = c.recv(65536)
+        if data and self.on_bytes:
+            self.on_bytes(data)
+        return data
+
+    def _serve(self, c):
+        buf = b""
+        try:
+            while True:
+                while b"\r\n\r\n" not in buf:
+                    data = self._recv(c)
+                    if not data:
+                        return
+                    buf += data
+                head, buf = buf.split(b"\r\n\r\n", 1)
+                head += b"\r\n\r\n"
+                n = 0
+                for line in head.split(b"\r\n")[1:]:
+                    if line.lower().startswith(b"content-length:"):
+                        n = int(line.split(b":", 1)[1])
+                while len(buf) < n:
+                    data = self._recv(c)
+                    if not data:
+                        return
+                    buf += data
+                body, buf = buf[:n], buf[n:]
+                c.sendall(self.answer(head, body))
+        except OSError:
+            pass
+        finally:
+            c.close()
+
+    def close(self):
+        self.sock.close()
+
+
 # Execs l7fastd with the given descriptors renumbered to 3, 4, ... and
 # LISTEN_PID set to its own pid, as systemd passes its fd store back.
 _LAUNCHER = """

@@ -8,8 +8,6 @@ included. Pipelined requests and heads split over writes go to the slow
 path there, and still arrive byte for byte as the slow path writes them."""
 import json
 import os
-import socket
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -19,59 +17,15 @@ import l7env
 from l7env import Conn, free_port, make_request
 
 
-class CaptureBackend:
-    """Answers each request with {"head", "body"}: the bytes as received."""
+def capture_answer(head, body):
+    """{"head", "body"}: the bytes as received."""
+    out = json.dumps({"head": head.decode("latin-1"), "body": body.decode("latin-1")}).encode()
+    return (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+            str(len(out)).encode() + b"\r\n\r\n" + out)
 
-    def __init__(self):
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.port = self.sock.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
 
-    def address(self):
-        return f"127.0.0.1:{self.port}"
-
-    def _accept(self):
-        while True:
-            try:
-                c, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(c,), daemon=True).start()
-
-    def _serve(self, c):
-        buf = b""
-        try:
-            while True:
-                while b"\r\n\r\n" not in buf:
-                    data = c.recv(65536)
-                    if not data:
-                        return
-                    buf += data
-                head, buf = buf.split(b"\r\n\r\n", 1)
-                head += b"\r\n\r\n"
-                n = 0
-                for line in head.split(b"\r\n"):
-                    if line.lower().startswith(b"content-length:"):
-                        n = int(line.split(b":", 1)[1])
-                while len(buf) < n:
-                    data = c.recv(65536)
-                    if not data:
-                        return
-                    buf += data
-                body, buf = buf[:n], buf[n:]
-                out = json.dumps({"head": head.decode("latin-1"), "body": body.decode("latin-1")}).encode()
-                c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
-                          str(len(out)).encode() + b"\r\n\r\n" + out)
-        except OSError:
-            pass
-        finally:
-            c.close()
-
-    def close(self):
-        self.sock.close()
+def CaptureBackend():
+    return l7env.RawBackend(capture_answer)
 
 
 def policy(port, local_backend, tcp_backend):

@@ -14,9 +14,7 @@ import hashlib
 import hmac
 import json
 import os
-import socket
 import subprocess
-import threading
 import time
 from pathlib import Path
 
@@ -106,59 +104,13 @@ class Keys:
 
 # ---- a backend that reports its request head byte for byte ----------------------------
 
-class RawBackend:
-    """Answers every request with {"head": <the request head as received>}
-    and response headers the response-mutation test rewrites."""
-
-    def __init__(self):
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.port = self.sock.getsockname()[1]
-        self.stop = False
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def address(self):
-        return f"127.0.0.1:{self.port}"
-
-    def _accept(self):
-        while not self.stop:
-            try:
-                c, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(c,), daemon=True).start()
-
-    def _serve(self, c):
-        buf = b""
-        try:
-            while True:
-                while b"\r\n\r\n" not in buf:
-                    data = c.recv(65536)
-                    if not data:
-                        return
-                    buf += data
-                head, buf = buf.split(b"\r\n\r\n", 1)
-                head += b"\r\n\r\n"
-                for line in head.split(b"\r\n"):
-                    if line.lower().startswith(b"content-length:"):
-                        n = int(line.split(b":", 1)[1])
-                        while len(buf) < n:
-                            buf += c.recv(65536)
-                        buf = buf[n:]
-                body = json.dumps({"head": head.decode("latin-1")}).encode()
-                c.sendall(b"HTTP/1.1 200 OK\r\nServer: raw-backend\r\nX-Frame-Options: SAMEORIGIN\r\n"
-                          b"X-Keep: kept\r\nContent-Type: application/json\r\n"
-                          b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
-        except OSError:
-            pass
-        finally:
-            c.close()
-
-    def close(self):
-        self.stop = True
-        self.sock.close()
+def raw_answer(head, body):
+    """{"head": <the request head as received>}, with response headers the
+    response-mutation test rewrites."""
+    out = json.dumps({"head": head.decode("latin-1")}).encode()
+    return (b"HTTP/1.1 200 OK\r\nServer: raw-backend\r\nX-Frame-Options: SAMEORIGIN\r\n"
+            b"X-Keep: kept\r\nContent-Type: application/json\r\n"
+            b"Content-Length: " + str(len(out)).encode() + b"\r\n\r\n" + out)
 
 
 # ---- the policy ----------------------------------------------------------------------------
@@ -530,7 +482,7 @@ def w(request):
         w.backends = {}
         for name in ["one", "h1", "h2", "h3"]:
             w.backends[name] = env.backend(name).address()
-        w.raw = RawBackend()
+        w.raw = l7env.RawBackend(raw_answer)
         w.port, w.port6, w.dead_port = free_port(), free_port("::1"), free_port()
         w.keys = Keys(env.tmp.name)
         w.rsa_key, jwk = w.keys.rsa("rs1")

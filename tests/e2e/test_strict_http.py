@@ -9,7 +9,6 @@ request (which is answered normally first). Pipelined requests each get the
 policy: a denied request behind an allowed one is denied.
 """
 import os
-import socket
 import threading
 import time
 
@@ -19,69 +18,28 @@ import l7env
 from l7env import Conn, free_port
 
 
-class RecordingBackend:
+class RecordingBackend(l7env.RawBackend):
     """Records every byte it receives; answers each Content-Length-framed
     request with 200 and the request line it saw."""
 
     def __init__(self):
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.port = self.sock.getsockname()[1]
         self.lock = threading.Lock()
         self.received = b""
-        threading.Thread(target=self._accept, daemon=True).start()
+        super().__init__(self._answer, self._record)
 
-    def address(self):
-        return f"127.0.0.1:{self.port}"
+    def _record(self, data):
+        with self.lock:
+            self.received += data
+
+    @staticmethod
+    def _answer(head, body):
+        line = head.split(b"\r\n", 1)[0] + b"\n"
+        return b"HTTP/1.1 200 OK\r\nContent-Length: " + str(len(line)).encode() + b"\r\n\r\n" + line
 
     def take(self):
         with self.lock:
             data, self.received = self.received, b""
         return data
-
-    def _accept(self):
-        while True:
-            try:
-                c, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(c,), daemon=True).start()
-
-    def _serve(self, c):
-        buf = b""
-        try:
-            while True:
-                while b"\r\n\r\n" not in buf:
-                    data = c.recv(65536)
-                    if not data:
-                        return
-                    with self.lock:
-                        self.received += data
-                    buf += data
-                head, buf = buf.split(b"\r\n\r\n", 1)
-                n = 0
-                for line in head.split(b"\r\n")[1:]:
-                    if line.lower().startswith(b"content-length:"):
-                        n = int(line.split(b":", 1)[1])
-                while len(buf) < n:
-                    data = c.recv(65536)
-                    if not data:
-                        return
-                    with self.lock:
-                        self.received += data
-                    buf += data
-                buf = buf[n:]
-                body = head.split(b"\r\n", 1)[0] + b"\n"
-                c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
-        except OSError:
-            pass
-        finally:
-            c.close()
-
-    def close(self):
-        self.sock.close()
 
 
 @pytest.fixture(scope="module", params=["with-dataplane", "without-dataplane"])

@@ -800,6 +800,18 @@ def kernel_rbac(w, route, cases, local):
         assert d == {"requests_kernel": 0, "requests_user": len(cases)}, d
 
 
+def assert_kernel_took_first_requests(w, route, before, connections):
+    """The kernel forwarded at least the first request of each connection,
+    unless it handed one over only because no idle pooled upstream was
+    free (pool_miss): under load the previous connection's upstream may not
+    be back in the pool yet, which is allowed and not what is tested here."""
+    after = w.env.stats()
+    kernel = after["routes"][route]["requests_kernel"] - before["routes"][route]["requests_kernel"]
+    moved = {k: v - before["counters"].get(k, 0) for k, v in after["counters"].items()
+             if v != before["counters"].get(k, 0)}
+    assert kernel + moved.get("to_slow_path_pool_miss", 0) >= connections, (kernel, moved)
+
+
 def one_connection(w, local, requests, pipelined):
     """Several requests on one connection, written one by one (each after
     the previous response) or all in one write; returns the responses."""
@@ -835,7 +847,7 @@ def test_rbac_first_match_in_the_kernel(w, local):
         ("PUT", "/rbac/kfirst/x", {"x-role": "Admin"}, b"", 418, tea),   # values are case-sensitive
         ("get", "/rbac/kfirst/x", None, None, 418, tea),             # methods too
     ], local)
-    before = w.env.stats()["routes"]["rbac-k-first"]["requests_kernel"]
+    before = w.env.stats()
     for pipelined in (False, True):
         rs = one_connection(w, local, [("GET", "/rbac/kfirst/a", None), ("DELETE", "/rbac/kfirst/b", None),
                                        ("GET", "/rbac/kfirst/c", None), ("DELETE", "/rbac/kfirst/d", None)],
@@ -843,8 +855,8 @@ def test_rbac_first_match_in_the_kernel(w, local):
         assert [r.status for r in rs] == [200, 418, 200, 418]
         assert [r.json()["path"] for r in (rs[0], rs[2])] == ["/rbac/kfirst/a", "/rbac/kfirst/c"]
         assert rs[1].body == tea and rs[3].body == tea
-    if w.dataplane:  # at least the first request of each connection
-        assert w.env.stats()["routes"]["rbac-k-first"]["requests_kernel"] - before >= 2
+    if w.dataplane:
+        assert_kernel_took_first_requests(w, "rbac-k-first", before, 2)
 
 
 @pytest.mark.parametrize("local", [True, False], ids=["local", "remote"])
@@ -858,7 +870,7 @@ def test_rbac_deny_overrides_in_the_kernel(w, local):
         ("POST", "/rbac/kdeny/adminx", None, b"", 403, forbidden),   # a prefix, not a segment
         ("GET", "/rbac/kdeny/Admin", None, None, 200, None),         # paths are case-sensitive
     ], local)
-    before = w.env.stats()["routes"]["rbac-k-deny"]["requests_kernel"]
+    before = w.env.stats()
     for pipelined in (False, True):
         rs = one_connection(w, local, [("GET", "/rbac/kdeny/a", None), ("GET", "/rbac/kdeny/b", {"x-block": "1"}),
                                        ("DELETE", "/rbac/kdeny/c", None)], pipelined)
@@ -866,7 +878,7 @@ def test_rbac_deny_overrides_in_the_kernel(w, local):
         assert rs[1].body == forbidden
         assert [r.json()["path"] for r in (rs[0], rs[2])] == ["/rbac/kdeny/a", "/rbac/kdeny/c"]
     if w.dataplane:
-        assert w.env.stats()["routes"]["rbac-k-deny"]["requests_kernel"] - before >= 2
+        assert_kernel_took_first_requests(w, "rbac-k-deny", before, 2)
 
 
 def test_rbac_deny_overrides(w):

@@ -519,7 +519,9 @@ static __always_inline void l7_resp_complete(struct l7_slot *slot, __u32 id, __u
 	struct l7_conn *c = bpf_map_lookup_elem(&l7_conns, &slot->client);
 	struct l7_route_stats *rs = l7_rstats(slot->stats_id);
 	__u64 latency = bpf_ktime_get_ns() - slot->req_start_ns;
+	struct l7_pool_stats *ps;
 	__u16 st = slot->resp.status;
+	__u32 pool = slot->pool_id;
 
 	if (c)
 		c->k_outstanding = 0;
@@ -527,6 +529,13 @@ static __always_inline void l7_resp_complete(struct l7_slot *slot, __u32 id, __u
 		rs->status[l7_status_class(st)]++;
 		rs->bytes_out += slot->resp.bytes;
 		rs->latency[l7_lat_bucket(latency) & (L7_LAT_BUCKETS - 1)]++;
+	}
+	ps = bpf_map_lookup_elem(&l7_pool_stats, &pool);
+	if (ps) {
+		ps->responses++;
+		ps->status[l7_status_class(st)]++;
+		ps->bytes_out += slot->resp.bytes;
+		ps->latency[l7_lat_bucket(latency) & (L7_LAT_BUCKETS - 1)]++;
 	}
 	l7_count(L7_C_RESP_KERNEL);
 	l7_access_event(slot, latency);

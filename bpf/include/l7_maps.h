@@ -180,6 +180,14 @@ struct {
 	__type(value, struct l7_route_stats);
 } l7_route_stats SEC(".maps");
 
+/* l7_resp_complete adds; daemon reads and sums over CPUs. Index pool id. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, L7_MAX_POOLS);
+	__type(key, __u32);
+	__type(value, struct l7_pool_stats);
+} l7_pool_stats SEC(".maps");
+
 /* all programs add; daemon reads. enum l7_counter. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

@@ -25,7 +25,7 @@
 
 /* Bump whenever a map's layout or meaning changes: a daemon never adopts
  * pinned maps of another ABI version (it starts clean instead). */
-#define L7_ABI_VERSION 7
+#define L7_ABI_VERSION 8
 
 /* Sizes of the tables. Route sets are bitmaps of L7_MAX_ROUTES bits. */
 #define L7_GENS 2
@@ -441,6 +441,17 @@ struct l7_route_stats {
 	__u64 requests_user;
 	__u64 status[6];       /* 1xx..5xx, [0] = other */
 	__u64 bytes_in;
+	__u64 bytes_out;
+	__u64 latency[L7_LAT_BUCKETS];
+};
+
+/* Per upstream address (pool id, l7_pool_stats): the kernel exchanges the
+ * data plane completed with that endpoint. The request's size is not kept
+ * in the slot, so only response figures; relayed or failed exchanges are
+ * counted by the daemon. */
+struct l7_pool_stats {
+	__u64 responses;
+	__u64 status[6];       /* as l7_route_stats.status */
 	__u64 bytes_out;
 	__u64 latency[L7_LAT_BUCKETS];
 };

@@ -670,6 +670,49 @@ control::StatsSnapshot Daemon::stats()
         out.routes.push_back(std::move(rs));
     }
     out.no_route = server_->user_requests_no_route();
+
+    // per endpoint address (pool id), in the order the clusters list them
+    struct Where {
+        size_t index;
+        const policy::SocketAddress* address;
+    };
+    std::map<uint32_t, Where> by_pool;
+    for (size_t c = 0; c < pol.clusters.size() && c < rt_->endpoint_pool.size(); c++) {
+        const auto& cl = pol.clusters[c];
+        for (size_t e = 0; e < cl.endpoints.size() && e < rt_->endpoint_pool[c].size(); e++) {
+            auto [it, fresh] =
+                by_pool.emplace(rt_->endpoint_pool[c][e], Where{out.endpoints.size(), &cl.endpoints[e].address});
+            if (fresh) {
+                control::EndpointStats es;
+                es.address = cl.endpoints[e].address.str();
+                es.clusters = cl.name;
+                out.endpoints.push_back(std::move(es));
+            } else {
+                auto& names = out.endpoints[it->second.index].clusters;
+                if (("," + names + ",").find("," + cl.name + ",") == std::string::npos)
+                    names += "," + cl.name;
+            }
+        }
+    }
+    for (const auto& [pool, where] : by_pool) {
+        dataplane::RouteCounters k, u;
+        if (dp_)
+            k = dp_->pool_counters(pool);
+        const auto& kd = server_->kernel_endpoint_responses();
+        if (auto it = kd.find(*where.address); it != kd.end())
+            k += it->second;
+        const auto& ud = server_->user_endpoint_counters();
+        if (auto it = ud.find(*where.address); it != ud.end())
+            u = it->second;
+        auto& es = out.endpoints[where.index];
+        es.requests_kernel = k.requests;
+        es.requests_user = u.requests;
+        k += u;
+        for (int j = 0; j < 6; j++)
+            es.status[j] = k.status[j];
+        es.bytes_out = k.bytes_out;
+        es.latency.assign(std::begin(k.latency), std::end(k.latency));
+    }
     return out;
 }
 

@@ -21,7 +21,9 @@ STATUS_KEYS = {"version", "state", "degraded_reason", "generation", "policy_file
                "listeners", "routes", "routes_kernel", "connections", "upstream_connections",
                "last_reload_error", "warnings"}
 ROUTE_KEYS = {"name", "listeners", "match", "clusters", "placement", "reason", "where"}
-STATS_KEYS = {"generation", "requests_kernel", "requests_user", "no_route", "routes", "counters"}
+STATS_KEYS = {"generation", "requests_kernel", "requests_user", "no_route", "routes", "endpoints", "counters"}
+ENDPOINT_STATS_KEYS = {"address", "clusters", "requests_kernel", "requests_user", "responses", "bytes_out",
+                       "latency_buckets"}
 ROUTE_STATS_KEYS = {"name", "placement", "requests_kernel", "requests_user", "responses", "bytes_in",
                     "bytes_out", "latency_buckets", "rejected", "direct_responses"}
 NOT_RUNNING = ("l7fastd is not running (no org.l7fast.Manager1 on the system bus): "
@@ -131,6 +133,8 @@ def test_stats_text_and_json(bus, daemon):
     for r in st["routes"]:
         assert set(r) == ROUTE_STATS_KEYS
         assert set(r["responses"]) == {"1xx", "2xx", "3xx", "4xx", "5xx", "other"}
+    assert st["endpoints"] and all(set(e) == ENDPOINT_STATS_KEYS for e in st["endpoints"])
+    assert "Per endpoint" in out.stdout
     assert isinstance(st["counters"], dict)
     if st["counters"]:  # the kernel data plane is in use
         assert "to_slow_path_no_route" in st["counters"]

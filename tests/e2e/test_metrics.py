@@ -16,7 +16,7 @@ PROM_LINE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
 LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
 
-def policy(port, backend):
+def policy(port, backend, backend2):
     return f"""
 [[listener]]
 name = "web"
@@ -24,6 +24,18 @@ address = "127.0.0.1:{port}"
 [[cluster]]
 name = "b"
 endpoints = [ {{ address = "{backend.address()}" }} ]
+[[cluster]]
+name = "pair"
+endpoints = [ {{ address = "{backend.address()}" }}, {{ address = "{backend2.address()}" }} ]
+[[route]]
+name = "two-user"
+cluster = "pair"
+offload = false
+match = {{ path_prefix = "/twouser" }}
+[[route]]
+name = "two"
+cluster = "pair"
+match = {{ path_prefix = "/two" }}
 [[route]]
 name = "user"
 cluster = "b"
@@ -39,10 +51,12 @@ match = {{ path_prefix = "/kern" }}
 @pytest.fixture(scope="module")
 def web(env):
     b = env.backend("b")
+    b2 = env.backend("b2")
     port = free_port()
     mport = free_port()
-    env.start(policy(port, b), daemon_settings=f'metrics_address = "127.0.0.1:{mport}"')
-    env.web_policy = policy(port, b)
+    env.start(policy(port, b, b2), daemon_settings=f'metrics_address = "127.0.0.1:{mport}"')
+    env.web_policy = policy(port, b, b2)
+    env.endpoints = (b.address(), b2.address())
     env.metrics_port = mport
     return port
 
@@ -158,6 +172,38 @@ def test_metrics_match_stats_and_the_requests_sent(env, web):
     # once the connection is the slow path's)
     assert sum(v for (n, _), v in m.items() if n == "l7fast_dataplane_to_slow_path_total") >= 5
     assert get(m, "l7fast_dataplane_events_total", event="requests_kernel") >= 12
+
+
+def test_per_endpoint_figures_add_up_to_the_routes_and_match_metrics(env, web):
+    send(env, web, "/two/a", 10)
+    send(env, web, "/twouser/a", 4)
+    send(env, web, "/two/r", 3, local=False)
+    st = env.stats()
+    m = scrape(env.metrics_port)
+    eps = {e["address"]: e for e in st["endpoints"]}
+    b, b2 = env.endpoints
+    assert set(eps) == {b, b2}
+    assert eps[b]["clusters"] == "b,pair" and eps[b2]["clusters"] == "pair"
+    # every exchange has ended: the endpoints' figures are the routes'
+    for key in ("requests_kernel", "requests_user", "bytes_out"):
+        assert sum(e[key] for e in eps.values()) == sum(r[key] for r in st["routes"].values()), key
+    for cls in ("2xx", "5xx", "other"):
+        assert sum(e["responses"][cls] for e in eps.values()) == \
+            sum(r["responses"][cls] for r in st["routes"].values()), cls
+    assert sum(sum(e["latency_buckets"]) for e in eps.values()) == \
+        sum(sum(r["latency_buckets"]) for r in st["routes"].values())
+    # round robin over the pair: the second endpoint took some of each path
+    assert eps[b2]["requests_user"] >= 1 and eps[b2]["requests_kernel"] >= 1, eps[b2]
+    for addr, e in eps.items():
+        assert get(m, "l7fast_endpoint_requests_total", endpoint=addr, path="kernel") == e["requests_kernel"]
+        assert get(m, "l7fast_endpoint_requests_total", endpoint=addr, path="user") == e["requests_user"]
+        assert get(m, "l7fast_endpoint_response_bytes_total", endpoint=addr) == e["bytes_out"]
+        for cls, v in e["responses"].items():
+            assert get(m, "l7fast_endpoint_responses_total", endpoint=addr, **{"class": cls}) == v
+        assert get(m, "l7fast_endpoint_response_latency_seconds_count", endpoint=addr) == sum(e["latency_buckets"])
+    assert get(m, "l7fast_endpoint_info", endpoint=b, cluster="pair") == 1
+    rc, out, err = env.ctl("stats")
+    assert rc == 0 and b2 in out and "Per endpoint" in out, out
 
 
 def test_metrics_endpoint_refuses_other_paths_and_methods(env, web):

@@ -195,8 +195,44 @@ TEST_F(BusMessage, StatsJsonNestsRoutesAndCounters)
               R"("responses":{"1xx":11,"2xx":12,"3xx":13,"4xx":14,"5xx":15,"other":10},)"
               R"("bytes_in":1048576,"bytes_out":12884901888,"latency_buckets":[0,1,2,3],)"
               R"("rejected":{"jwt_missing":0,"jwt_invalid":0,"rbac_denied":0,"rate_limited":0},)"
-              R"("direct_responses":0}],)"
+              R"("direct_responses":0}],"endpoints":[],)"
               R"("counters":{"requests_kernel":1000,"to_slow_path_no_route":4}})");
+}
+
+TEST_F(BusMessage, StatsEndpointsRoundTripAndJson)
+{
+    StatsSnapshot in;
+    in.generation = 1;
+    EndpointStats e;
+    e.address = "127.0.0.1:9001";
+    e.clusters = "app,canary";
+    e.requests_kernel = 7;
+    e.requests_user = 2;
+    e.status[2] = 8;
+    e.status[5] = 1;
+    e.bytes_out = 900;
+    e.latency = {1, 0, 8};
+    in.endpoints.push_back(e);
+    ASSERT_GE(codec::append_stats(m_, in), 0);
+    seal();
+    StatsSnapshot out;
+    ASSERT_GE(codec::read_stats(m_, &out), 0);
+    ASSERT_EQ(out.endpoints.size(), 1u);
+    const EndpointStats& o = out.endpoints[0];
+    EXPECT_EQ(o.address, e.address);
+    EXPECT_EQ(o.clusters, e.clusters);
+    EXPECT_EQ(o.requests_kernel, 7u);
+    EXPECT_EQ(o.requests_user, 2u);
+    for (int i = 0; i < 6; i++)
+        EXPECT_EQ(o.status[i], e.status[i]) << i;
+    EXPECT_EQ(o.bytes_out, 900u);
+    EXPECT_EQ(o.latency, e.latency);
+    sd_bus_message_rewind(m_, 1);
+    EXPECT_EQ(json(),
+              R"({"generation":1,"requests_kernel":0,"requests_user":0,"no_route":0,"routes":[],"endpoints":[)"
+              R"({"address":"127.0.0.1:9001","clusters":"app,canary","requests_kernel":7,"requests_user":2,)"
+              R"("responses":{"1xx":0,"2xx":8,"3xx":0,"4xx":0,"5xx":1,"other":0},"bytes_out":900,)"
+              R"("latency_buckets":[1,0,8]}],"counters":{}})");
 }
 
 TEST_F(BusMessage, RoutesRoundTripInOrder)

@@ -273,3 +273,32 @@ TEST(AccessLog, CapsLinesPerSecondAndCountsDrops)
     EXPECT_EQ(log.dropped(), 50u);
     l7fast::log::set_level(level);
 }
+
+TEST(Metrics, EndpointFamilies)
+{
+    auto s = sample_snapshot();
+    control::EndpointStats ep;
+    ep.address = "[::1]:9001";
+    ep.clusters = "app,canary";
+    ep.requests_kernel = 3;
+    ep.requests_user = 1;
+    ep.status[2] = 4;
+    ep.bytes_out = 512;
+    ep.latency.assign(L7_LAT_BUCKETS, 0);
+    ep.latency[2] = 4;
+    s.endpoints.push_back(ep);
+    std::string text = control::render_prometheus(s, "x");
+    for (const char* line : {
+             "l7fast_endpoint_info{endpoint=\"[::1]:9001\",cluster=\"app\"} 1\n",
+             "l7fast_endpoint_info{endpoint=\"[::1]:9001\",cluster=\"canary\"} 1\n",
+             "l7fast_endpoint_requests_total{endpoint=\"[::1]:9001\",path=\"kernel\"} 3\n",
+             "l7fast_endpoint_requests_total{endpoint=\"[::1]:9001\",path=\"user\"} 1\n",
+             "l7fast_endpoint_responses_total{endpoint=\"[::1]:9001\",class=\"2xx\"} 4\n",
+             "l7fast_endpoint_response_bytes_total{endpoint=\"[::1]:9001\"} 512\n",
+             "l7fast_endpoint_response_latency_seconds_bucket{endpoint=\"[::1]:9001\",le=\"0.000004096\"} 0\n",
+             "l7fast_endpoint_response_latency_seconds_bucket{endpoint=\"[::1]:9001\",le=\"0.000008192\"} 4\n",
+             "l7fast_endpoint_response_latency_seconds_bucket{endpoint=\"[::1]:9001\",le=\"+Inf\"} 4\n",
+             "l7fast_endpoint_response_latency_seconds_count{endpoint=\"[::1]:9001\"} 4\n",
+             "# TYPE l7fast_endpoint_response_latency_seconds histogram\n"})
+        EXPECT_NE(text.find(line), std::string::npos) << line;
+}

@@ -547,9 +547,52 @@ int append_stats(sd_bus_message* m, const StatsSnapshot& s)
                    }
                    x.close();
                })
+        .entry("endpoints", "aa{sv}",
+               [&](Appender& x) {
+                   x.open('a', "a{sv}");
+                   for (const auto& es : s.endpoints) {
+                       std::vector<std::pair<std::string, uint64_t>> classes;
+                       for (int i = 1; i <= 6; i++)  // 1xx..5xx, then other
+                           classes.emplace_back(kStatusClass[i % 6], es.status[i % 6]);
+                       x.open('a', "{sv}")
+                           .entry("address", es.address)
+                           .entry("clusters", es.clusters)
+                           .entry("requests_kernel", es.requests_kernel)
+                           .entry("requests_user", es.requests_user)
+                           .entry("responses", "a{st}", [&](Appender& y) { y.counter_map(classes); })
+                           .entry("bytes_out", es.bytes_out)
+                           .entry("latency_buckets", "at", [&](Appender& y) { y.u64_array(es.latency); })
+                           .close();
+                   }
+                   x.close();
+               })
         .entry("counters", "a{st}", [&](Appender& x) { x.counter_map(s.counters); })
         .close();
     return a.result();
+}
+
+static int read_endpoint_stats(sd_bus_message* m, EndpointStats* es)
+{
+    return read_dict(m, [&](std::string_view key, std::string_view sig) {
+        Fields f{m, key, sig};
+        f.str("address", &es->address)
+            .str("clusters", &es->clusters)
+            .u64("requests_kernel", &es->requests_kernel)
+            .u64("requests_user", &es->requests_user)
+            .u64("bytes_out", &es->bytes_out)
+            .on("responses", "a{st}",
+                [&] {
+                    std::vector<std::pair<std::string, uint64_t>> v;
+                    int rr = read_pairs<uint64_t, 't'>(m, &v);
+                    for (const auto& [k, n] : v)
+                        for (int i = 0; i < 6; i++)
+                            if (k == kStatusClass[i])
+                                es->status[i] = n;
+                    return rr;
+                })
+            .on("latency_buckets", "at", [&] { return read_u64_array(m, &es->latency); });
+        return f.r;
+    });
 }
 
 int read_stats(sd_bus_message* m, StatsSnapshot* s)
@@ -571,6 +614,22 @@ int read_stats(sd_bus_message* m, StatsSnapshot* s)
                     if ((r = read_route_stats(m, &rs)) < 0)
                         return r;
                     s->routes.push_back(std::move(rs));
+                }
+                if (r < 0)
+                    return r;
+                r = sd_bus_message_exit_container(m);
+                return r < 0 ? r : 1;
+            })
+            .on("endpoints", "aa{sv}", [&] {
+                int r = sd_bus_message_enter_container(m, 'a', "a{sv}");
+                if (r <= 0)
+                    return r < 0 ? r : -EBADMSG;
+                s->endpoints.clear();
+                while ((r = sd_bus_message_at_end(m, false)) == 0) {
+                    EndpointStats es;
+                    if ((r = read_endpoint_stats(m, &es)) < 0)
+                        return r;
+                    s->endpoints.push_back(std::move(es));
                 }
                 if (r < 0)
                     return r;

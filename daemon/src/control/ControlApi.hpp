@@ -53,9 +53,23 @@ struct RouteStats {
     uint64_t direct_responses = 0;
 };
 
+// One upstream address of the policy's clusters: the exchanges forwarded to
+// it that have ended, whoever ended them. `requests_*` count exchanges at
+// their end (in flight ones are not counted yet); the kernel keeps no
+// request size, so there are no request bytes per endpoint.
+struct EndpointStats {
+    std::string address;   // "ip:port"
+    std::string clusters;  // comma-separated clusters that list it
+    uint64_t requests_kernel = 0, requests_user = 0;
+    uint64_t status[6] = {};  // [0] other, [1..5] 1xx..5xx
+    uint64_t bytes_out = 0;
+    std::vector<uint64_t> latency;  // log2 buckets, as RouteStats::latency
+};
+
 struct StatsSnapshot {
     uint64_t generation = 0;
     std::vector<RouteStats> routes;
+    std::vector<EndpointStats> endpoints;
     std::vector<std::pair<std::string, uint64_t>> counters;  // data-plane counters by name
     uint64_t requests_kernel = 0, requests_user = 0, no_route = 0;
 };

@@ -192,6 +192,15 @@ std::string render_stats(const StatsSnapshot& s)
     out += "Generation " + num(s.generation) + "\n\n" + t.str();
     out += "\nRequests that matched no route (slow path): " + num(s.no_route) + "\n";
 
+    if (!s.endpoints.empty()) {
+        TextTable e({"ENDPOINT", "CLUSTERS", "REQ KERNEL", "REQ USER", "2XX", "3XX", "4XX", "5XX", "BYTES OUT"},
+                    {false, false, true, true, true, true, true, true, true});
+        for (const auto& ep : s.endpoints)
+            e.add({ep.address, ep.clusters, num(ep.requests_kernel), num(ep.requests_user), num(ep.status[2]),
+                   num(ep.status[3]), num(ep.status[4]), num(ep.status[5]), format_bytes(ep.bytes_out)});
+        out += "\nPer endpoint (exchanges counted when they end):\n" + e.str();
+    }
+
     TextTable answered({"ANSWERED BY POLICY", "JWT MISSING", "JWT INVALID", "RBAC DENIED", "RATE LIMITED", "DIRECT"},
                        {false, true, true, true, true, true});
     bool any_answered = false;

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <stdexcept>
+#include <vector>
 
 #include "common/Log.hpp"
 #include "l7fast_abi.h"
@@ -61,6 +62,22 @@ public:
         out_ += ' ';
         out_ += std::to_string(value);
         out_ += '\n';
+    }
+    // cumulative _bucket{label=value,le=...} lines from log2 bucket counts,
+    // then _count
+    void histogram(const std::string& name, const char* label, std::string_view value,
+                   const std::vector<uint64_t>& buckets)
+    {
+        const std::string bucket = name + "_bucket";
+        uint64_t cum = 0;
+        for (unsigned i = 0; i < buckets.size(); i++) {
+            cum += buckets[i];
+            std::string le = i + 1 == buckets.size() ? "+Inf" : latency_bucket_le(i);
+            sample(bucket, {{label, value}, {"le", le}}, cum);
+        }
+        if (buckets.empty())
+            sample(bucket, {{label, value}, {"le", "+Inf"}}, 0);
+        sample(name + "_count", {{label, value}}, cum);
     }
     std::string take() { return std::move(out_); }
 
@@ -160,17 +177,8 @@ std::string render_prometheus(const StatsSnapshot& s, const std::string& version
     e.family("l7fast_route_response_latency_seconds", "histogram",
              "Time from a request's arrival to the end of its response, in log2 buckets "
              "(no _sum: the data plane counts buckets only).");
-    for (const auto& r : s.routes) {
-        uint64_t cum = 0;
-        for (unsigned i = 0; i < r.latency.size(); i++) {
-            cum += r.latency[i];
-            std::string le = i + 1 == r.latency.size() ? "+Inf" : latency_bucket_le(i);
-            e.sample("l7fast_route_response_latency_seconds_bucket", {{"route", r.name}, {"le", le}}, cum);
-        }
-        if (r.latency.empty())
-            e.sample("l7fast_route_response_latency_seconds_bucket", {{"route", r.name}, {"le", "+Inf"}}, 0);
-        e.sample("l7fast_route_response_latency_seconds_count", {{"route", r.name}}, cum);
-    }
+    for (const auto& r : s.routes)
+        e.histogram("l7fast_route_response_latency_seconds", "route", r.name, r.latency);
     e.family("l7fast_route_rejections_total", "counter",
              "Requests the route's policy refused, by reason (answered by l7fastd).");
     for (const auto& r : s.routes) {
@@ -183,6 +191,39 @@ std::string render_prometheus(const StatsSnapshot& s, const std::string& version
              "Requests answered with the route's direct response.");
     for (const auto& r : s.routes)
         e.sample("l7fast_route_direct_responses_total", {{"route", r.name}}, r.direct_responses);
+    if (!s.endpoints.empty()) {
+        e.family("l7fast_endpoint_info", "gauge", "A cluster's upstream endpoint (address) in the policy in force.");
+        for (const auto& ep : s.endpoints) {
+            std::string_view names = ep.clusters;
+            while (!names.empty()) {
+                size_t comma = names.find(',');
+                e.sample("l7fast_endpoint_info", {{"endpoint", ep.address}, {"cluster", names.substr(0, comma)}}, 1);
+                names = comma == std::string_view::npos ? std::string_view() : names.substr(comma + 1);
+            }
+        }
+        e.family("l7fast_endpoint_requests_total", "counter",
+                 "Exchanges with the endpoint that ended, by the path that forwarded them (kernel or user).");
+        for (const auto& ep : s.endpoints) {
+            e.sample("l7fast_endpoint_requests_total", {{"endpoint", ep.address}, {"path", "kernel"}},
+                     ep.requests_kernel);
+            e.sample("l7fast_endpoint_requests_total", {{"endpoint", ep.address}, {"path", "user"}}, ep.requests_user);
+        }
+        e.family("l7fast_endpoint_responses_total", "counter",
+                 "Responses of the endpoint's exchanges, by status class (other: no valid status).");
+        for (const auto& ep : s.endpoints)
+            for (int c = 1; c <= 6; c++)
+                e.sample("l7fast_endpoint_responses_total", {{"endpoint", ep.address}, {"class", classes[c % 6]}},
+                         ep.status[c % 6]);
+        e.family("l7fast_endpoint_response_bytes_total", "counter",
+                 "Response bytes of the endpoint's exchanges sent to clients.");
+        for (const auto& ep : s.endpoints)
+            e.sample("l7fast_endpoint_response_bytes_total", {{"endpoint", ep.address}}, ep.bytes_out);
+        e.family("l7fast_endpoint_response_latency_seconds", "histogram",
+                 "Time from a request's arrival to the end of its response, by endpoint, in log2 buckets "
+                 "(no _sum: the data plane counts buckets only).");
+        for (const auto& ep : s.endpoints)
+            e.histogram("l7fast_endpoint_response_latency_seconds", "endpoint", ep.address, ep.latency);
+    }
     e.family("l7fast_requests_no_route_total", "counter",
              "Requests that matched no route (answered 404 by the slow path).");
     e.sample("l7fast_requests_no_route_total", {}, s.no_route);

@@ -708,6 +708,31 @@ RouteCounters Dataplane::route_counters(uint32_t gen, uint32_t route) const
     return out;
 }
 
+RouteCounters Dataplane::pool_counters(uint32_t pool) const
+{
+    RouteCounters out;
+    std::vector<l7_pool_stats> per(ncpus_);
+    if (pool >= L7_MAX_POOLS ||
+        bpf_map_lookup_elem(bpf_map__fd(skel_->maps.l7_pool_stats), &pool, per.data()) != 0)
+        return out;
+    for (const auto& s : per) {
+        out.requests += s.responses;
+        for (int i = 0; i < 6; i++)
+            out.status[i] += s.status[i];
+        out.bytes_out += s.bytes_out;
+        for (int i = 0; i < L7_LAT_BUCKETS; i++)
+            out.latency[i] += s.latency[i];
+    }
+    return out;
+}
+
+void Dataplane::clear_pool_counters(uint32_t pool)
+{
+    std::vector<l7_pool_stats> zero(ncpus_);
+    if (pool < L7_MAX_POOLS)
+        bpf_map_update_elem(bpf_map__fd(skel_->maps.l7_pool_stats), &pool, zero.data(), BPF_ANY);
+}
+
 std::vector<uint64_t> Dataplane::counters() const
 {
     std::vector<uint64_t> out(L7_C_COUNT, 0);

@@ -123,6 +123,10 @@ public:
     int consume_events(const std::function<void(const l7_event&)>& fn);
     // Counters of route index `route` in generation `gen`.
     RouteCounters route_counters(uint32_t gen, uint32_t route) const;
+    // l7_pool_stats of one upstream pool: `requests` are the exchanges the
+    // kernel completed with it (no request bytes: the slot keeps none)
+    RouteCounters pool_counters(uint32_t pool) const;
+    void clear_pool_counters(uint32_t pool);
     std::vector<uint64_t> counters() const;  // enum l7_counter
 
     const std::string& pin_dir() const { return opts_.bpffs; }

@@ -602,9 +602,15 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
         std::optional<std::pair<std::string, std::string>> logged;
         if (server_.access_log().sampled())
             logged.emplace(std::string(view.method), std::string(head.data() + m.target_off, m.target_len));
+        const policy::SocketAddress* endpoint = nullptr;  // once an upstream connection is taken
         auto complete = [&](int code, uint64_t n) {
             const uint64_t ns = since();
             rc.add_response(code, n, ns);
+            if (endpoint) {
+                dataplane::RouteCounters& pc = server_.user_endpoint_counters_for(*endpoint);
+                pc.requests++;
+                pc.add_response(code, n, ns);
+            }
             if (logged) {
                 AccessEntry e;
                 e.client = client_address(key_);
@@ -712,6 +718,7 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
             continue;
         }
         ActiveTicket active(server_.active_counts(), pools[ei]);
+        endpoint = &cluster.endpoints[ei].address;
 
         // A client that waits for 100 Continue gets it from us: the request
         // body is read before the upstream's answer, which is then relayed.

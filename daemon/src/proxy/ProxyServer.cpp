@@ -359,6 +359,11 @@ void ProxyServer::count_kernel_response(const l7_slot& snapshot, int status, uin
     uint64_t now = static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
     uint64_t latency = now > snapshot.req_start_ns ? now - snapshot.req_start_ns : 0;
     kernel_responses_[snapshot.stats_id].add_response(status, bytes, latency);
+    if (const policy::SocketAddress* a = pool_.address_of(snapshot.pool_id)) {
+        dataplane::RouteCounters& pc = kernel_endpoint_responses_[*a];
+        pc.requests++;
+        pc.add_response(status, bytes, latency);
+    }
     // the kernel samples the responses it completes itself (L7_EV_ACCESS);
     // these the daemon finished
     if (access_log_.sampled()) {

@@ -159,6 +159,16 @@ public:
         return user_counters_[route];
     }
     const std::map<std::string, UserRouteExtras>& user_extras() const { return user_extras_; }
+    // Per upstream address: slow-path exchanges with it that ended, and
+    // kernel exchanges with it the daemon finished (relayed, until close,
+    // failed); `requests` counts them at their end.
+    using EndpointCounters = std::map<policy::SocketAddress, dataplane::RouteCounters>;
+    dataplane::RouteCounters& user_endpoint_counters_for(const policy::SocketAddress& a)
+    {
+        return user_endpoint_counters_[a];
+    }
+    const EndpointCounters& user_endpoint_counters() const { return user_endpoint_counters_; }
+    const EndpointCounters& kernel_endpoint_responses() const { return kernel_endpoint_responses_; }
     UserRouteExtras& user_extras_for(const std::string& route) { return user_extras_[route]; }
     // Slow-path requests in flight per upstream pool (bounded load).
     uint32_t active_requests(uint32_t pool_id) const;
@@ -213,6 +223,7 @@ private:
     std::map<std::string, dataplane::RouteCounters> user_counters_;
     std::map<uint32_t, dataplane::RouteCounters> kernel_responses_;
     std::map<std::string, UserRouteExtras> user_extras_;
+    EndpointCounters user_endpoint_counters_, kernel_endpoint_responses_;
     std::shared_ptr<ActiveCounts> active_ = std::make_shared<ActiveCounts>();
     uint64_t no_route_ = 0;
     AccessLog access_log_;

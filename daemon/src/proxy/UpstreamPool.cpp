@@ -128,6 +128,10 @@ std::optional<uint32_t> UpstreamPool::pool_id_for(const policy::SocketAddress& a
             continue;
         pools_[id] = Pool{addr, true, 0, {}};
         ids_[addr] = id;
+        // an id is freed only when none of its slots is in use: what the
+        // kernel counted under it belongs to the address it had before
+        if (dp_)
+            dp_->clear_pool_counters(id);
         return id;
     }
     return std::nullopt;

@@ -87,6 +87,12 @@ public:
 
     // Stable id of an upstream address (kept across reloads while in use).
     std::optional<uint32_t> pool_id_for(const policy::SocketAddress& addr);
+    // The address a pool id stands for now; null when the id is free.
+    const policy::SocketAddress* address_of(uint32_t pool) const
+    {
+        auto it = pools_.find(pool);
+        return it == pools_.end() ? nullptr : &it->second.address;
+    }
     // Forget pools of addresses no longer referenced by any cluster.
     void retain_only(const std::vector<policy::SocketAddress>& in_use);
 

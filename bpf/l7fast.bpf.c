@@ -115,6 +115,43 @@ static __always_inline struct l7_listener *l7_find_listener(const struct l7_conn
 
 /* ---- sockops --------------------------------------------------------------- */
 
+/* Asks for BPF_SOCK_OPS_STATE_CB on this socket (one end of a pooled
+ * upstream connection). */
+static __always_inline void l7_watch_state(struct bpf_sock_ops *skops)
+{
+	bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags | BPF_SOCK_OPS_STATE_CB_FLAG);
+}
+
+/*
+ * One end of a pooled upstream connection left ESTABLISHED: the backend
+ * closed it (CLOSE_WAIT on the daemon's end, FIN_WAIT1 on a local backend's
+ * end, both before the closing call returns on loopback) or it was reset.
+ * An idle slot is retired at once, so no request is sent into a connection
+ * the backend has given up; the daemon, woken by the event, closes it. Busy
+ * slots are the daemon's to judge (it sees the close and answers 502).
+ */
+static __always_inline void l7_upstream_left_established(struct bpf_sock_ops *skops)
+{
+	struct l7_conn_key k;
+	struct l7_slot *s;
+	__u32 *sid, id;
+
+	L7_KEY_FROM_CTX(&k, skops, 1); /* the daemon's end */
+	sid = bpf_map_lookup_elem(&l7_slot_by_tuple, &k);
+	if (!sid) {
+		L7_KEY_FROM_CTX(&k, skops, 0); /* a local backend's end */
+		sid = bpf_map_lookup_elem(&l7_slot_by_tuple, &k);
+		if (!sid)
+			return; /* retired already: the daemon unregisters first */
+	}
+	id = *sid;
+	s = bpf_map_lookup_elem(&l7_slots, &id);
+	if (s && __sync_val_compare_and_swap(&s->state, L7_SLOT_IDLE, L7_SLOT_DEAD) == L7_SLOT_IDLE) {
+		l7_event(L7_EV_SLOT_DEAD, id, &k);
+		l7_count(L7_C_UPSTREAM_CLOSED);
+	}
+}
+
 SEC("sockops")
 int l7_sockops(struct bpf_sock_ops *skops)
 {
@@ -130,8 +167,13 @@ int l7_sockops(struct bpf_sock_ops *skops)
 			return 1;
 		L7_KEY_FROM_CTX(&k, skops, 1);
 		l = l7_find_listener(&k);
-		if (!l)
+		if (!l) {
+			/* the daemon's own connection to an upstream (registered
+			 * before connecting when it is a pool slot) */
+			if (bpf_map_lookup_elem(&l7_slot_by_tuple, &k))
+				l7_watch_state(skops);
 			return 1;
+		}
 		c.listener_id = l->id;
 		c.mode = L7_MODE_KERNEL;
 		c.side = L7_SIDE_LOCAL;
@@ -150,9 +192,13 @@ int l7_sockops(struct bpf_sock_ops *skops)
 		id = *sid;
 		if (bpf_sock_hash_update(skops, &l7_sk_backend, &id, BPF_ANY))
 			return 1;
+		l7_watch_state(skops);
 		s = bpf_map_lookup_elem(&l7_slots, &id);
 		if (s)
 			__sync_fetch_and_or(&s->flags, L7_SF_BACKEND_LOCAL);
+	} else if (op == BPF_SOCK_OPS_STATE_CB) {
+		if (skops->args[0] == BPF_TCP_ESTABLISHED)
+			l7_upstream_left_established(skops);
 	}
 	return 1;
 }

@@ -25,7 +25,7 @@
 
 /* Bump whenever a map's layout or meaning changes: a daemon never adopts
  * pinned maps of another ABI version (it starts clean instead). */
-#define L7_ABI_VERSION 8
+#define L7_ABI_VERSION 9
 
 /* Sizes of the tables. Route sets are bitmaps of L7_MAX_ROUTES bits. */
 #define L7_GENS 2
@@ -490,9 +490,21 @@ enum l7_counter {
 	L7_C_BUDGET_RELAY,   /* responses relayed because they outgrew the budget */
 	L7_C_SCRATCH_BUSY,   /* nested invocation found the per-CPU scratch in use */
 	L7_C_CONN_CLOSE,     /* close events sent to the daemon */
+	L7_C_UPSTREAM_CLOSED, /* idle pooled upstream connections retired as they closed */
 	L7_C_REASON_BASE,    /* + enum l7_reason */
 	L7_C_COUNT = L7_C_REASON_BASE + L7_R_COUNT,
 };
+
+/* The names l7fastctl stats shows, in enum order: counters as they are,
+ * reasons as "to_slow_path_<name>". The one list of them: l7fastd builds
+ * its tables from these, the tests and the benchmark read them from this
+ * header. Keep one quoted name per enum entry, on #define lines. */
+#define L7_COUNTER_NAMES "requests_kernel", "requests_user", "responses_kernel", \
+	"responses_relayed", "budget_relay", "scratch_busy", "close_events", "upstream_closed"
+#define L7_REASON_NAMES "none", "no_conn", "user_mode", "incomplete", "too_big", "parse", \
+	"unsupported", "no_route", "route_user", "pool_miss", "pipelined", "redirect", \
+	"user_pending", "disabled", "path_not_normal", "rbac_deny", "jwt_none", "jwt_miss", \
+	"jwt_expired", "jwt_other", "mutation"
 
 /* ---- daemon -> data plane updates (BPF_PROG_TYPE_SYSCALL l7_ctl) -------- */
 

@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <random>
 #include <sstream>
 
@@ -602,14 +603,10 @@ std::vector<control::RouteInfo> Daemon::routes() { return placement_; }
 
 control::StatsSnapshot Daemon::stats()
 {
-    static const char* const counter_names[L7_C_REASON_BASE] = {
-        "requests_kernel", "requests_user", "responses_kernel", "responses_relayed",
-        "budget_relay", "scratch_busy", "close_events"};
-    static const char* const reason_names[L7_R_COUNT] = {
-        "none", "no_conn", "user_mode", "incomplete", "too_big", "parse", "unsupported",
-        "no_route", "route_user", "pool_miss", "pipelined", "redirect", "user_pending", "disabled",
-        "path_not_normal", "rbac_deny",
-        "jwt_none", "jwt_miss", "jwt_expired", "jwt_other", "mutation"};
+    static const char* const counter_names[] = {L7_COUNTER_NAMES};
+    static const char* const reason_names[] = {L7_REASON_NAMES};
+    static_assert(std::size(counter_names) == L7_C_REASON_BASE, "L7_COUNTER_NAMES: one per enum l7_counter");
+    static_assert(std::size(reason_names) == L7_R_COUNT, "L7_REASON_NAMES: one per enum l7_reason");
 
     control::StatsSnapshot out;
     out.generation = generation_;

@@ -31,13 +31,9 @@ BACKEND = Path(__file__).resolve().parent / "backend.py"
 PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 sys.path.insert(0, str(ROOT / "scripts" / "dbus"))
 from l7fast_bus import PrivateBus  # noqa: E402
+sys.path.insert(0, str(ROOT / "scripts" / "pylib"))
+from l7fast_abi import counter_name  # noqa: E402
 
-COUNTERS = ["requests_kernel", "requests_user", "responses_kernel", "responses_relayed",
-            "budget_relay", "scratch_busy", "close_events"]
-REASONS = ["none", "no_conn", "user_mode", "incomplete", "too_big", "parse", "unsupported",
-           "no_route", "route_user", "pool_miss", "pipelined", "redirect", "user_pending",
-           "disabled", "path_not_normal", "rbac_deny",
-           "jwt_none", "jwt_miss", "jwt_expired", "jwt_other", "mutation"]
 
 
 def skip_reason():
@@ -135,10 +131,15 @@ class RawBackend:
     """An HTTP/1.1 server on a raw socket, for tests that need the exact
     bytes a backend receives: each Content-Length-framed request is answered
     with answer(head, body) (head with its final CRLF); every chunk received
-    is passed to on_bytes, if given, as it arrives."""
+    is passed to on_bytes, if given, as it arrives. close_after_answer: the
+    connection is closed right after each answer, without saying so in the
+    answer (like a keep-alive timeout that expires at once); on_close(answers)
+    is called after each connection's close returned, with the number of
+    requests it answered."""
 
-    def __init__(self, answer, on_bytes=None):
+    def __init__(self, answer, on_bytes=None, close_after_answer=False, on_close=None):
         self.answer, self.on_bytes = answer, on_bytes
+        self.close_after_answer, self.on_close = close_after_answer, on_close
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
@@ -165,6 +166,7 @@ class RawBackend:
 
     def _serve(self, c):
         buf = b""
+        answers = 0
         try:
             while True:
                 while b"\r\n\r\n" not in buf:
@@ -185,10 +187,15 @@ class RawBackend:
                     buf += data
                 body, buf = buf[:n], buf[n:]
                 c.sendall(self.answer(head, body))
+                answers += 1
+                if self.close_after_answer:
+                    return
         except OSError:
             pass
         finally:
             c.close()
+            if self.on_close:
+                self.on_close(answers)
 
     def close(self):
         self.sock.close()
@@ -372,8 +379,7 @@ class Daemon:
             f = e.get("formatted", e)
             k = f["key"]
             total = sum(v["value"] for v in f["values"])
-            name = COUNTERS[k] if k < len(COUNTERS) else "to_slow_path_" + REASONS[k - len(COUNTERS)]
-            out[name] = total
+            out[counter_name(k)] = total
         return out
 
     def fds(self):

@@ -412,8 +412,7 @@ void UpstreamPool::release(const UpstreamPtr& c, bool reusable)
         return;
     }
     state_of(s).store(L7_SLOT_DEAD);
-    retire(c);
-    warm_all();  // replace it now, not at the next sweep
+    retire_and_refill(c);
 }
 
 void UpstreamPool::finish_relay(const UpstreamPtr& c, bool reusable)
@@ -453,7 +452,7 @@ void UpstreamPool::on_readable(const UpstreamPtr& c)
         case L7_SLOT_EMPTY:
             return;  // someone else owns it
         case L7_SLOT_DEAD:
-            retire(c);
+            retire_and_refill(c);
             return;
         case L7_SLOT_RELAY:
             on_exchange_end_({KernelExchangeEnd::Kind::Relay, *s, c, 0});
@@ -468,7 +467,7 @@ void UpstreamPool::on_readable(const UpstreamPtr& c)
             // closed by the backend (keep-alive timeout), or bytes nobody
             // asked for: either way the connection is done
             if (cas(s, L7_SLOT_IDLE, L7_SLOT_DEAD)) {
-                retire(c);
+                retire_and_refill(c);
                 return;
             }
             continue;  // the data plane claimed it meanwhile
@@ -490,12 +489,21 @@ void UpstreamPool::on_readable(const UpstreamPtr& c)
             on_exchange_end_({until_close ? KernelExchangeEnd::Kind::UntilClose
                                           : KernelExchangeEnd::Kind::Failed,
                               *s, nullptr, 502});
-            retire(c);
+            retire_and_refill(c);
             return;
         }
         }
     }
     watch(c);
+}
+
+// A pooled connection that ended (the backend closed it, or the data plane
+// retired it) is replaced now, not at the next sweep: the kernel path needs
+// an idle slot for the next request.
+void UpstreamPool::retire_and_refill(const UpstreamPtr& c)
+{
+    retire(c);
+    warm_all();
 }
 
 void UpstreamPool::on_slot_event(uint32_t id)

@@ -141,6 +141,7 @@ private:
     void watch(const UpstreamPtr& c);
     void on_readable(const UpstreamPtr& c);
     void retire(const UpstreamPtr& c);
+    void retire_and_refill(const UpstreamPtr& c);
     uint32_t count_state(uint32_t pool_id, uint64_t state);
 
     asio::io_context& io_;

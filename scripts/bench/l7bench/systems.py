@@ -13,6 +13,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -21,12 +22,8 @@ from .env import free_port, proc_status, wait_port
 from .policies import Ctx
 
 ROOT = Path(__file__).resolve().parents[3]
-COUNTERS = ["requests_kernel", "requests_user", "responses_kernel", "responses_relayed",
-            "budget_relay", "scratch_busy", "close_events"]
-REASONS = ["none", "no_conn", "user_mode", "incomplete", "too_big", "parse", "unsupported",
-           "no_route", "route_user", "pool_miss", "pipelined", "redirect", "user_pending",
-           "disabled", "path_not_normal", "rbac_deny",
-           "jwt_none", "jwt_miss", "jwt_expired", "jwt_other", "mutation"]
+sys.path.insert(0, str(ROOT / "scripts" / "pylib"))
+from l7fast_abi import counter_name  # noqa: E402
 
 DESCRIPTIONS = {
     "direct": "direct client→backend (no proxy): the floor",
@@ -327,10 +324,7 @@ class L7fast(System):
             f = e.get("formatted", e)
             k = f["key"]
             total = sum(v["value"] for v in f["values"])
-            name = COUNTERS[k] if k < len(COUNTERS) else (
-                "slow_path_" + (REASONS[k - len(COUNTERS)] if k - len(COUNTERS) < len(REASONS)
-                                else str(k)))
-            out[name] = total
+            out[counter_name(k)] = total
         return out
 
     def stop(self):

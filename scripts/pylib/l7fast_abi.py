@@ -1,0 +1,28 @@
+"""Names of the data plane's global counters, read from the ABI header that
+the BPF programs and l7fastd share (bpf/include/l7fast_abi.h: L7_COUNTER_NAMES
+and L7_REASON_NAMES), for tools that dump the l7_counters map themselves
+(the end-to-end tests and the benchmark)."""
+import re
+from pathlib import Path
+
+HEADER = Path(__file__).resolve().parents[2] / "bpf" / "include" / "l7fast_abi.h"
+
+
+def _names(macro):
+    text = HEADER.read_text()
+    m = re.search(r"^#define " + macro + r"\b((?:.*\\\n)*.*)$", text, re.M)
+    if not m:
+        raise RuntimeError(f"{HEADER}: no #define {macro}")
+    return re.findall(r'"([a-z0-9_]+)"', m.group(1))
+
+
+COUNTERS = _names("L7_COUNTER_NAMES")
+REASONS = _names("L7_REASON_NAMES")
+
+
+def counter_name(index):
+    """The name l7fastctl stats gives counter `index` of the l7_counters map."""
+    if index < len(COUNTERS):
+        return COUNTERS[index]
+    r = index - len(COUNTERS)
+    return "to_slow_path_" + (REASONS[r] if r < len(REASONS) else str(r))

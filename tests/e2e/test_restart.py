@@ -19,7 +19,13 @@ import pytest
 from l7env import Conn, Daemon, free_port
 
 
+# pool_min_idle: the four load connections never find every pooled upstream
+# busy (a pool_miss hands a request to the user-space path, and a request the
+# daemon holds when it is killed is lost by design: it is closed, see the last
+# test). Hand-overs during the load are reported when the test fails.
 POLICY = """
+[daemon]
+pool_min_idle = 6
 [[listener]]
 name = "web"
 address = "127.0.0.1:{port}"
@@ -101,7 +107,8 @@ def test_kill9_under_load_loses_no_request_on_established_connections(env, web):
     for c in conns:  # every connection on the kernel path first
         c.request("GET", "/warm")
         assert c.read_response().status == 200
-    kernel_before = env.stats()["routes"]["all"]["requests_kernel"]
+    st0 = env.stats()
+    kernel_before = st0["routes"]["all"]["requests_kernel"]
     stop, results, progress = threading.Event(), [], [0]
     threads = load(env, web, conns, stop, results, progress)
     time.sleep(0.5)
@@ -128,7 +135,12 @@ def test_kill9_under_load_loses_no_request_on_established_connections(env, web):
     failures = sum(bad for _, bad in results)
     print(f"kill -9 under load: {total_ok} requests ok, {failures} failed; "
           f"{during['progress']} served in 0.5 s with no daemon running")
-    assert failures == 0, f"{failures} failed requests ({total_ok} ok)"
+    if failures:
+        st1 = env.stats()
+        moved = {k: v - st0["counters"].get(k, 0) for k, v in st1["counters"].items()
+                 if k.startswith("to_slow_path_") and v != st0["counters"].get(k, 0)}
+        pytest.fail(f"{failures} failed requests ({total_ok} ok); hand-overs to the user-space path "
+                    f"(the restarted daemon's counters, since the load began): {moved}")
     assert during["progress"] > 50, "the kernel path stopped with the daemon"
     assert total_ok > 100
 

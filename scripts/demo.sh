@@ -1,9 +1,11 @@
 #!/bin/bash
 # The demo behind `make demo`: l7fastd on its embedded default policy
 # (packaging/policy.toml: listener 127.0.0.1:8080, backends 127.0.0.1:9001
-# and :9002), two small HTTP backends, a few requests through every route,
-# then what l7fastctl reports: where each route runs and how many requests
-# the kernel handled.
+# and :9002), two small HTTP backends, a few requests through every route -
+# header and path routes, a canary split, a JWT-protected route with RBAC and
+# a header rewrite, ring-hash sticky sessions - then what l7fastctl reports:
+# where each route runs and how many requests the kernel handled. Fails when
+# a route that should run in the kernel did not.
 #
 #   scripts/demo.sh                 (as root; after `make build`)
 # Environment:
@@ -94,6 +96,24 @@ run "$L7FASTCTL" routes
 
 # --- requests ---------------------------------------------------------------------
 backend_of() { sed -n 's/.*"backend": *"\([^"]*\)".*/\1/p'; }
+# Tokens of the default policy's "demo" issuer, signed with its public demo
+# secret, read from the policy file the daemon embeds (one source of truth).
+SECRET=$(sed -n 's/.*secret_base64url = "\([^"]*\)".*/\1/p' "$TOP/packaging/policy.toml" | head -n 1)
+[ -n "$SECRET" ] || die "no secret_base64url in packaging/policy.toml"
+mint() { # sub [exp-offset-seconds] [secret]: prints an HS256 token
+	python3 - "$1" "${2:-600}" "${3:-$SECRET}" <<'EOF'
+import base64, hashlib, hmac, json, sys, time
+b64 = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+secret = base64.urlsafe_b64decode(sys.argv[3] + "=" * (-len(sys.argv[3]) % 4))
+head = b64(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+body = b64(json.dumps({"iss": "l7fast-demo", "sub": sys.argv[1], "exp": int(time.time()) + int(sys.argv[2])}).encode())
+sig = b64(hmac.new(secret, f"{head}.{body}".encode(), hashlib.sha256).digest())
+print(f"{head}.{body}.{sig}")
+EOF
+}
+TOKEN=$(mint alice)
+EXPIRED=$(mint alice -120)
+FORGED=$(mint alice 600 "$(printf 'not the demo secret' | basenc --base64url | tr -d =)")
 say "One request per route (the backend that answered is in the response)"
 printf '%-44s %s\n' "request" "status / answered by"
 show() { # label curl-args...
@@ -110,18 +130,36 @@ show "GET / with X-Canary: 1   (canary-opt-in)" -H 'X-Canary: 1' "$URL/"
 show "POST /upload 1 MiB body       (default)" --data-binary @<(head -c 1048576 /dev/zero) "$URL/upload"
 show "GET /big (4 MiB response)     (default)" -o /dev/null "$URL/big?size=4194304"
 show "malformed: two Content-Lengths" -H 'Content-Length: 1' -H 'Content-Length: 2' -d x "$URL/"
+show "GET /private/a, no token      (private)" "$URL/private/a"
+show "GET /private/a, forged token  (private)" -H "Authorization: Bearer $FORGED" "$URL/private/a"
+show "GET /private/a, expired token (private)" -H "Authorization: Bearer $EXPIRED" "$URL/private/a"
+show "GET /private/a, valid token   (private)" -H "Authorization: Bearer $TOKEN" "$URL/private/a"
+show "GET /private/b, same token    (private)" -H "Authorization: Bearer $TOKEN" "$URL/private/b"
+show "DELETE /private/a, RBAC deny  (private)" -X DELETE -H "Authorization: Bearer $TOKEN" "$URL/private/a"
+for user in alice bob carol dave alice bob carol dave; do
+	show "GET /session/x, X-User: $user$(printf '%*s' $((6 - ${#user})) '')(session)" -H "X-User: $user" "$URL/session/x"
+done
+printf '%s\n' "What a 401 says, and what the backend got from the private route:"
+curl -s -o /dev/null -D - --max-time 5 "$URL/private/a" | grep -i '^www-authenticate' || true
+curl -s --max-time 5 -H "Authorization: Bearer $TOKEN" "$URL/private/echo" | grep -io '"x-l7fast-route": *"[^"]*"' || true
 
 say "$REQUESTS requests on keep-alive connections, spread over the routes"
-python3 - "$REQUESTS" <<'EOF'
+python3 - "$REQUESTS" "$TOKEN" <<'EOF'
 import http.client, collections, sys, time
-n = int(sys.argv[1])
-paths = ["/healthz", "/api/a", "/api/b", "/", "/page"]
+n, token = int(sys.argv[1]), sys.argv[2]
+paths = ["/healthz", "/api/a", "/api/b", "/", "/page", "/private/p", "/session/s"]
 seen = collections.Counter()
 conns = [http.client.HTTPConnection("127.0.0.1", 8080, timeout=5) for _ in range(4)]
 t0 = time.monotonic()
 for i in range(n):
     c = conns[i % len(conns)]
-    c.request("GET", paths[i % len(paths)], headers={"X-Canary": "1"} if i % 10 == 0 else {})
+    path = paths[i % len(paths)]
+    headers = {"X-Canary": "1"} if i % 10 == 0 else {}
+    if path.startswith("/private/"):
+        headers["Authorization"] = "Bearer " + token
+    elif path.startswith("/session/"):
+        headers["X-User"] = f"user-{i % 50}"
+    c.request("GET", path, headers=headers)
     r = c.getresponse()
     body = r.read()
     seen[(r.status, body.split(b'"backend": "', 1)[1].split(b'"', 1)[0].decode() if b'"backend"' in body else "-")] += 1
@@ -133,6 +171,29 @@ EOF
 
 say "What the kernel handled (requests_kernel) and what took the user-space path"
 run "$L7FASTCTL" stats
+
+say "Summary"
+"$L7FASTCTL" --json status >"$WORK/status.json"
+"$L7FASTCTL" --json stats >"$WORK/stats.json"
+python3 - "$WORK/status.json" "$WORK/stats.json" <<'EOF'
+import json, sys
+status, stats = (json.load(open(f)) for f in sys.argv[1:3])
+routes = stats["routes"]
+kernel = sum(r["requests_kernel"] for r in routes)
+total = kernel + sum(r["requests_user"] for r in routes)
+placed = [r["name"] for r in routes if r["placement"] == "kernel"]
+print(f"{len(placed)} of {len(routes)} routes in the kernel; {kernel:,} of {total:,} requests "
+      f"on the kernel path ({100.0 * kernel / max(total, 1):.1f}%)")
+for w in status.get("warnings", []):
+    print("warning (expected with the default policy):", w)
+if status["state"] != "running":
+    print(f"the kernel data plane is not running here ({status.get('degraded_reason')}): "
+          "every request took the user-space path")
+    sys.exit(0)
+missing = [r["name"] for r in routes if r["placement"] != "kernel" or r["requests_kernel"] == 0]
+if missing:
+    sys.exit(f"demo: routes that should have run in the kernel did not: {', '.join(missing)}")
+EOF
 
 if [ "${DEMO_KEEP:-0}" = 1 ]; then
 	say "Running; try: curl -v $URL/api/x   and   $L7FASTCTL stats   (Ctrl-C stops everything)"

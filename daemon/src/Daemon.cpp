@@ -312,6 +312,7 @@ void Daemon::start()
               opts_.config.empty() ? kEmbeddedName : opts_.config, " (", pol.routes.size(),
               " routes, ", pol.clusters.size(), " clusters, ", pol.listeners.size(), " listeners)");
     check_file_permissions();
+    check_policy_content(pol);
 
     const auto& d = pol.daemon;
     // sockets a previous instance left in systemd's fd store (restart)
@@ -552,6 +553,7 @@ control::ReloadOutcome Daemon::reload()
     if (dp_)
         dp_->set_ingress_budget(nd.ingress_budget);
     last_reload_error_.clear();
+    check_policy_content(rt_->policy());
     out.ok = true;
     out.generation = generation_;
     log::info("reloaded: generation ", generation_, ", ", rt_->policy().routes.size(), " routes");
@@ -568,6 +570,13 @@ void Daemon::check_file_permissions()
     file_warnings_ = policy::policy_permission_problems(opts_.config, opts_.policy_dir);
     for (const auto& w : file_warnings_)
         log::warning("unsafe permissions: ", w);
+}
+
+void Daemon::check_policy_content(const policy::Policy& pol)
+{
+    content_warnings_ = policy::policy_content_problems(pol);
+    for (const auto& w : content_warnings_)
+        log::warning("policy: ", w);
 }
 
 void Daemon::emit_reloaded(const control::ReloadOutcome& out)
@@ -596,6 +605,7 @@ control::StatusInfo Daemon::status()
     s.upstream_connections = server_->pool().open_connections();
     s.last_reload_error = last_reload_error_;
     s.warnings = file_warnings_;
+    s.warnings.insert(s.warnings.end(), content_warnings_.begin(), content_warnings_.end());
     return s;
 }
 

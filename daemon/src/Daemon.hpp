@@ -72,6 +72,7 @@ private:
     void emit_reloaded(const control::ReloadOutcome& out);
     // logs and keeps (for GetStatus) who else may write the policy files
     void check_file_permissions();
+    void check_policy_content(const policy::Policy& pol);
     void fold_kernel_counters(uint32_t gen);
     void on_access_event(const l7_event& ev);
     std::string stats_route_name(uint32_t stats_id) const;
@@ -93,7 +94,8 @@ private:
     std::string degraded_reason_;
     std::string last_reload_error_;
     // unsafe permissions of the policy files (policy/FileSafety.hpp)
-    std::vector<std::string> file_warnings_;
+    std::vector<std::string> file_warnings_;     // policy files others can change
+    std::vector<std::string> content_warnings_;  // of the policy in effect
     uint64_t generation_ = 0;
     std::chrono::steady_clock::time_point started_;
     std::chrono::microseconds watchdog_interval_{0};

@@ -148,6 +148,9 @@ int cmd_check(const CtlOptions& o)
     report.file = o.file;
     report.result = &result;
     report.warnings = policy::policy_permission_problems(file, dropins);
+    if (result.ok())
+        for (auto& w : policy::policy_content_problems(result.policy()))
+            report.warnings.push_back(std::move(w));
     CheckOutcome placement;
     if (result.ok()) {
         std::error_code ec;

@@ -1,4 +1,5 @@
-// policy_permission_problems: who besides root may change the policy.
+// policy_permission_problems: who besides root may change the policy;
+// policy_content_problems: rules that a public secret makes worthless.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -8,9 +9,15 @@
 #include <fstream>
 
 #include "policy/FileSafety.hpp"
+#include "policy/PolicyLoader.hpp"
 
 namespace fs = std::filesystem;
+using l7fast::policy::JwtProvider;
+using l7fast::policy::kPublicDemoSecretMarker;
+using l7fast::policy::Policy;
+using l7fast::policy::policy_content_problems;
 using l7fast::policy::policy_permission_problems;
+using l7fast::policy::PolicyLoader;
 
 namespace {
 
@@ -81,4 +88,32 @@ TEST_F(PolicyTree, DirectoriesAndDropIns)
 
     ::chmod(root_.c_str(), 01777);  // like /tmp: others cannot replace root's file
     EXPECT_EQ(policy_permission_problems(file_, dir_).size(), 2u);
+}
+
+TEST(PolicyContent, ThePublicDemoSecretIsReportedWhereItIsTrusted)
+{
+    Policy pol;
+    EXPECT_TRUE(policy_content_problems(pol).empty());
+    JwtProvider own;
+    own.name = "idp";
+    own.keys.push_back({"", "HS256", "a secret of the operator's own, 32 bytes", "", {"/etc/l7fast/policy.toml", 7, 9}});
+    pol.jwt_providers.push_back(own);
+    EXPECT_TRUE(policy_content_problems(pol).empty());
+
+    JwtProvider demo;
+    demo.name = "demo";
+    demo.keys.push_back({"k1", "HS256", std::string(kPublicDemoSecretMarker) + ": replace me", "",
+                         {"/etc/l7fast/policy.d/10-x.toml", 12, 8}});
+    pol.jwt_providers.push_back(demo);
+    auto p = policy_content_problems(pol);
+    ASSERT_EQ(p.size(), 1u);
+    EXPECT_TRUE(starts(p[0], "/etc/l7fast/policy.d/10-x.toml:12:8: JWT provider \"demo\" trusts the public demo secret"))
+        << p[0];
+
+    // the default policy that ships with l7fast is the one that trusts it
+    auto shipped = PolicyLoader::load(std::string(L7FAST_TEST_DATA) + "/../../packaging/policy.toml", "");
+    ASSERT_TRUE(shipped.ok()) << shipped.error_text();
+    p = policy_content_problems(shipped.policy());
+    ASSERT_EQ(p.size(), 1u) << ::testing::PrintToString(p);
+    EXPECT_NE(p[0].find("JWT provider \"demo\""), std::string::npos) << p[0];
 }

@@ -71,4 +71,16 @@ std::vector<std::string> policy_permission_problems(const fs::path& file, const 
     return out;
 }
 
+std::vector<std::string> policy_content_problems(const Policy& policy)
+{
+    std::vector<std::string> out;
+    for (const auto& p : policy.jwt_providers)
+        for (const auto& k : p.keys)
+            if (std::string_view(k.secret).substr(0, kPublicDemoSecretMarker.size()) == kPublicDemoSecretMarker)
+                out.push_back(k.where.str() + ": JWT provider \"" + p.name +
+                              "\" trusts the public demo secret of the default policy, so anyone can mint tokens "
+                              "it accepts; give it a secret of your own (openssl rand 32 | basenc --base64url)");
+    return out;
+}
+
 }  // namespace l7fast::policy

@@ -8,8 +8,11 @@
 // and in `l7fastctl check`.
 #pragma once
 
+#include "policy/Policy.hpp"
+
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace l7fast::policy {
@@ -24,5 +27,16 @@ namespace l7fast::policy {
 // Missing paths are not problems here (the loader reports those).
 std::vector<std::string> policy_permission_problems(const std::filesystem::path& file,
                                                     const std::filesystem::path& dropin_dir);
+
+// The shipped default policy guards its "private" route with an HS256
+// secret that is public (it is in l7fast's source and packages). Its bytes
+// begin with this marker; l7fastd warns, like for unsafe permissions, while
+// any provider still trusts a secret that begins with it.
+inline constexpr std::string_view kPublicDemoSecretMarker = "l7fast-public-demo-secret";
+
+// One sentence per problem in the policy's content that makes its rules
+// worthless but is not an error: a JWT provider whose HS* secret is the
+// public demo secret (anyone can mint tokens it accepts).
+std::vector<std::string> policy_content_problems(const Policy& policy);
 
 }  // namespace l7fast::policy

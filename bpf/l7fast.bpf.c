@@ -127,8 +127,10 @@ static __always_inline void l7_watch_state(struct bpf_sock_ops *skops)
  * closed it (CLOSE_WAIT on the daemon's end, FIN_WAIT1 on a local backend's
  * end, both before the closing call returns on loopback) or it was reset.
  * An idle slot is retired at once, so no request is sent into a connection
- * the backend has given up; the daemon, woken by the event, closes it. Busy
- * slots are the daemon's to judge (it sees the close and answers 502).
+ * the backend has given up; the daemon, woken by the event, closes it. A
+ * slot in use keeps L7_SF_PEER_CLOSED: the slow path does not return it to
+ * the pool and l7_claim_slot does not take it; a kernel exchange in flight
+ * is the daemon's to judge (it sees the close and answers 502).
  */
 static __always_inline void l7_upstream_left_established(struct bpf_sock_ops *skops)
 {
@@ -146,7 +148,12 @@ static __always_inline void l7_upstream_left_established(struct bpf_sock_ops *sk
 	}
 	id = *sid;
 	s = bpf_map_lookup_elem(&l7_slots, &id);
-	if (s && __sync_val_compare_and_swap(&s->state, L7_SLOT_IDLE, L7_SLOT_DEAD) == L7_SLOT_IDLE) {
+	if (!s)
+		return;
+	/* first the flag, for a slot the slow path holds now and returns to the
+	 * pool later (neither it nor l7_claim_slot hands it out again) */
+	__sync_fetch_and_or(&s->flags, L7_SF_PEER_CLOSED);
+	if (__sync_val_compare_and_swap(&s->state, L7_SLOT_IDLE, L7_SLOT_DEAD) == L7_SLOT_IDLE) {
 		l7_event(L7_EV_SLOT_DEAD, id, &k);
 		l7_count(L7_C_UPSTREAM_CLOSED);
 	}

@@ -330,6 +330,7 @@ enum l7_slot_state {
 
 enum l7_slot_flags {
 	L7_SF_BACKEND_LOCAL = 1u << 0, /* backend's socket is in l7_sk_backend */
+	L7_SF_PEER_CLOSED = 1u << 1,   /* a pool connection's end left ESTABLISHED (sockops) */
 };
 
 /* Body framing shared by requests and responses; advanced by l7_body_step(). */

@@ -77,7 +77,10 @@ static __always_inline long l7_pick_pool(const struct l7_route *r, __u32 gen,
 	return ep->pool_id;
 }
 
-/* Claims an idle pooled connection of `pool`: IDLE -> KBUSY. */
+/* Claims an idle pooled connection of `pool`: IDLE -> KBUSY. A connection
+ * whose backend has closed it (L7_SF_PEER_CLOSED, set by sockops while the
+ * slow path had it) is never claimed: it is retired (DEAD) and the daemon's
+ * watcher, woken by the FIN, closes it. */
 static __always_inline __u32 l7_claim_slot(__u32 pool)
 {
 	__u32 start = bpf_get_prandom_u32(), k;
@@ -88,10 +91,13 @@ static __always_inline __u32 l7_claim_slot(__u32 pool)
 		__u32 id = pool * L7_SLOTS_PER_POOL + ((start + k) & (L7_SLOTS_PER_POOL - 1));
 		struct l7_slot *s = bpf_map_lookup_elem(&l7_slots, &id);
 
-		if (s && s->state == L7_SLOT_IDLE &&
-		    __sync_val_compare_and_swap(&s->state, L7_SLOT_IDLE, L7_SLOT_KBUSY) ==
+		if (!s || s->state != L7_SLOT_IDLE ||
+		    __sync_val_compare_and_swap(&s->state, L7_SLOT_IDLE, L7_SLOT_KBUSY) !=
 			    L7_SLOT_IDLE)
+			continue;
+		if (!(s->flags & L7_SF_PEER_CLOSED))
 			return id;
+		s->state = L7_SLOT_DEAD;
 	}
 	return L7_NO_SLOT;
 }

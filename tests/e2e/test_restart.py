@@ -19,13 +19,11 @@ import pytest
 from l7env import Conn, Daemon, free_port
 
 
-# pool_min_idle: the four load connections never find every pooled upstream
+# pool_min_idle = 6: the four load connections never find every pooled upstream
 # busy (a pool_miss hands a request to the user-space path, and a request the
 # daemon holds when it is killed is lost by design: it is closed, see the last
 # test). Hand-overs during the load are reported when the test fails.
 POLICY = """
-[daemon]
-pool_min_idle = 6
 [[listener]]
 name = "web"
 address = "127.0.0.1:{port}"
@@ -51,7 +49,7 @@ def web(env):
         from l7env import PrivateBus
         env.bus = PrivateBus(env.tmp.name, open=True)
     env.daemon = Daemon(POLICY.format(port=port, backend=b.address()), env.cgroup, env.tmp.name,
-                        bus_env=env.bus.env(), fdstore=True)
+                        bus_env=env.bus.env(), fdstore=True, daemon_settings="pool_min_idle = 6")
     return port
 
 

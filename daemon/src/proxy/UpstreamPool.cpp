@@ -22,6 +22,8 @@ namespace {
 std::atomic_ref<__u64> state_of(l7_slot* s) { return std::atomic_ref<__u64>(s->state); }
 
 bool cas(l7_slot* s, __u64 from, __u64 to) { return state_of(s).compare_exchange_strong(from, to); }
+// sockops saw the backend close this pool connection (L7_SF_PEER_CLOSED)
+bool peer_closed(l7_slot* s) { return std::atomic_ref<__u32>(s->flags).load() & L7_SF_PEER_CLOSED; }
 
 uint64_t monotonic_ns()
 {
@@ -302,6 +304,11 @@ awaitable<UpstreamPtr> UpstreamPool::acquire(uint32_t pool_id, error_code& ec)
     for (uint32_t i = 0; i < max_per_pool_; i++) {
         uint32_t id = pool_id * L7_SLOTS_PER_POOL + i;
         if (conns_[id] && cas(slot(id), L7_SLOT_IDLE, L7_SLOT_UBUSY)) {
+            if (peer_closed(slot(id))) {  // the backend closed it meanwhile
+                state_of(slot(id)).store(L7_SLOT_DEAD);
+                retire_and_refill(conns_[id]);
+                continue;
+            }
             error_code ig;
             conns_[id]->sock_.cancel(ig);  // stop watching: the slow path reads it now
             co_return conns_[id];
@@ -406,7 +413,7 @@ void UpstreamPool::release(const UpstreamPtr& c, bool reusable)
     if (c->slot_ == L7_NO_SLOT)
         return release_overflow(c, reusable);
     l7_slot* s = slot(c->slot_);
-    if (reusable && c->sock_.is_open() && pools_.count(s->pool_id) &&
+    if (reusable && c->sock_.is_open() && !peer_closed(s) && pools_.count(s->pool_id) &&
         pools_[s->pool_id].in_use && cas(s, L7_SLOT_UBUSY, L7_SLOT_IDLE)) {
         watch(c);
         return;

@@ -232,14 +232,17 @@ TEST(SafeRegex, PathologicalPatternsCompileFastOrAreRefused)
         const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                             std::chrono::steady_clock::now() - t0)
                             .count();
-        EXPECT_LT(ms, 250) << p;
+        // The bound is the DFA's state limit (checked below), not the clock:
+        // this only catches an exponential blow-up (hours), not slowness on
+        // a loaded machine (speed belongs in the benchmark).
+        EXPECT_LT(ms, 5000) << p;
         if (re) {
             EXPECT_LE(re->n_states(), SafeRegex::kMaxStates);
             // linear matching on a subject that defeats backtracking
             const std::string subject(100000, 'a');
             const auto t1 = std::chrono::steady_clock::now();
             (void)re->full_match(subject);
-            EXPECT_LT(std::chrono::steady_clock::now() - t1, std::chrono::milliseconds(100)) << p;
+            EXPECT_LT(std::chrono::steady_clock::now() - t1, std::chrono::milliseconds(5000)) << p;
         }
     }
     EXPECT_EQ(must("(a|a)*").n_states(), 2);

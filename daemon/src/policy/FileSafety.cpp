@@ -79,7 +79,7 @@ std::vector<std::string> policy_content_problems(const Policy& policy)
             if (std::string_view(k.secret).substr(0, kPublicDemoSecretMarker.size()) == kPublicDemoSecretMarker)
                 out.push_back(k.where.str() + ": JWT provider \"" + p.name +
                               "\" trusts the public demo secret of the default policy, so anyone can mint tokens "
-                              "it accepts; give it a secret of your own (openssl rand 32 | basenc --base64url)");
+                              "it accepts; give it a secret of your own (openssl rand 32 | basenc --base64url | tr -d =)");
     return out;
 }
 

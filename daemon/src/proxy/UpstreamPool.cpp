@@ -306,7 +306,8 @@ awaitable<UpstreamPtr> UpstreamPool::acquire(uint32_t pool_id, error_code& ec)
         if (conns_[id] && cas(slot(id), L7_SLOT_IDLE, L7_SLOT_UBUSY)) {
             if (peer_closed(slot(id))) {  // the backend closed it meanwhile
                 state_of(slot(id)).store(L7_SLOT_DEAD);
-                retire_and_refill(conns_[id]);
+                UpstreamPtr closed = conns_[id];  // retire() resets conns_[id]
+                retire_and_refill(closed);
                 continue;
             }
             error_code ig;

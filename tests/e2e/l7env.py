@@ -8,7 +8,10 @@ itself moves into the cgroup for local clients (Env.local()) and stays out of
 it for remote ones.
 """
 import array
+import base64
 import contextlib
+import hashlib
+import hmac
 import json
 import os
 import re
@@ -125,6 +128,24 @@ class Backend:
                 self.proc.wait(5)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
+
+
+def b64u(data):
+    """base64url without padding (RFC 7515 section 2) of bytes or text."""
+    if isinstance(data, str):
+        data = data.encode()
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def jws_signing_input(payload, header):
+    """The JWS signing input: base64url(header) "." base64url(payload)."""
+    return b64u(json.dumps(header, separators=(",", ":"))) + "." + b64u(json.dumps(payload, separators=(",", ":")))
+
+
+def hs256(payload, secret, header=None):
+    """A JWT signed with HMAC-SHA256 (header {"alg": "HS256", "typ": "JWT"} by default)."""
+    inp = jws_signing_input(payload, header or {"alg": "HS256", "typ": "JWT"})
+    return inp + "." + b64u(hmac.new(secret, inp.encode(), hashlib.sha256).digest())
 
 
 class RawBackend:

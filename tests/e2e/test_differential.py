@@ -19,9 +19,6 @@ kernel, so that the comparison is not of the slow path with itself.
 
 Seeds: L7FAST_DIFF_SEED (default: fixed seeds), L7FAST_DIFF_REQUESTS.
 """
-import base64
-import hashlib
-import hmac
 import json
 import os
 import random
@@ -30,10 +27,10 @@ import time
 import pytest
 
 import l7env
-from l7env import Conn, free_port, make_request
+from l7env import Conn, b64u, free_port, make_request
 
 SECRET = b"l7fast-differential-hs256-secret-0123456789"
-SECRET_B64 = base64.urlsafe_b64encode(SECRET).rstrip(b"=").decode()
+SECRET_B64 = b64u(SECRET)
 ISSUER = "https://issuer.diff"
 
 METHODS = ["GET", "GET", "GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "HEAD"]
@@ -44,16 +41,6 @@ SEGMENTS = ["api", "v1", "v2", "users", "static", "admin", "img", "a", "b", "hea
 HDR_NAMES = ["X-Tenant", "X-Debug", "Accept", "X-Role", "X-Canary"]
 HDR_VALUES = ["a", "b", "gold", "admin", "1", "text/html", "", "A", "gold "]
 USERS = [f"user-{i}" for i in range(40)]
-
-
-def b64u(data):
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-def hs256(payload):
-    inp = b64u(json.dumps({"alg": "HS256", "typ": "JWT"}, separators=(",", ":")).encode()) + "." + \
-        b64u(json.dumps(payload, separators=(",", ":")).encode())
-    return inp + "." + b64u(hmac.new(SECRET, inp.encode(), hashlib.sha256).digest())
 
 
 # ---- the generated policy ------------------------------------------------------------
@@ -183,10 +170,10 @@ def gen_request(g, now):
 def make_tokens(rng, now):
     toks = []
     for i in range(4):
-        toks.append(hs256({"iss": ISSUER, "aud": "api", "sub": f"s{i}", "exp": now + 600}))
-    toks.append(hs256({"iss": ISSUER, "aud": "other", "sub": "wrong-aud", "exp": now + 600}))
-    toks.append(hs256({"iss": ISSUER, "aud": "api", "sub": "expired", "exp": now - 600}))
-    toks.append(hs256({"iss": "https://evil", "aud": "api", "sub": "wrong-iss", "exp": now + 600}))
+        toks.append(l7env.hs256({"iss": ISSUER, "aud": "api", "sub": f"s{i}", "exp": now + 600}, SECRET))
+    toks.append(l7env.hs256({"iss": ISSUER, "aud": "other", "sub": "wrong-aud", "exp": now + 600}, SECRET))
+    toks.append(l7env.hs256({"iss": ISSUER, "aud": "api", "sub": "expired", "exp": now - 600}, SECRET))
+    toks.append(l7env.hs256({"iss": "https://evil", "aud": "api", "sub": "wrong-iss", "exp": now + 600}, SECRET))
     return toks
 
 

@@ -9,8 +9,6 @@ requests_kernel counter) and with `kernel_dataplane = false` (the same
 answers, all from the slow path).
 """
 import base64
-import hashlib
-import hmac
 import json
 import os
 import subprocess
@@ -19,23 +17,11 @@ import time
 import pytest
 
 import l7env
-from l7env import Conn, free_port
+from l7env import Conn, b64u, free_port
 
 SECRET = b"l7fast-e2e-kernel-jwt-secret-0123456789"
 OTHER_SECRET = b"l7fast-e2e-kernel-jwt-other-9876543210"
 ISSUER = "https://issuer.test"
-
-
-def b64u(data):
-    if isinstance(data, str):
-        data = data.encode()
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-def hs256(payload, secret=SECRET):
-    inp = b64u(json.dumps({"alg": "HS256", "typ": "JWT"}, separators=(",", ":"))) + "." + \
-        b64u(json.dumps(payload, separators=(",", ":")))
-    return inp + "." + b64u(hmac.new(secret, inp.encode(), hashlib.sha256).digest())
 
 
 _serial = [0]
@@ -47,7 +33,7 @@ def token(secret=SECRET, ttl=600, **kw):
     p = {"iss": ISSUER, "aud": "api", "sub": "alice", "exp": int(time.time()) + ttl,
          "jti": f"{os.getpid()}-{_serial[0]}-{time.time()}"}
     p.update(kw)
-    return hs256(p, secret)
+    return l7env.hs256(p, secret)
 
 
 def render_policy(w):

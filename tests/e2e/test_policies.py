@@ -10,7 +10,6 @@ The module runs twice: with the kernel data plane loaded (it hands these
 routes to the slow path, `route_user`) and with `kernel_dataplane = false`.
 """
 import base64
-import hashlib
 import hmac
 import json
 import os
@@ -21,7 +20,8 @@ from pathlib import Path
 import pytest
 
 import l7env
-from l7env import Conn, free_port
+from l7env import Conn, b64u, free_port
+from l7env import jws_signing_input as signing_input
 
 HS_SECRET = b"l7fast-e2e-hs256-secret-0123456789abcdef"  # >= 32 bytes
 HS_SECRET_B64 = base64.urlsafe_b64encode(HS_SECRET).rstrip(b"=").decode()
@@ -30,20 +30,8 @@ ISSUER = "https://issuer.test"
 
 # ---- JWTs ----------------------------------------------------------------------------
 
-def b64u(data):
-    if isinstance(data, str):
-        data = data.encode()
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-def signing_input(payload, header):
-    return b64u(json.dumps(header, separators=(",", ":"))) + "." + b64u(json.dumps(payload, separators=(",", ":")))
-
-
 def hs256(payload, secret=HS_SECRET, header=None):
-    inp = signing_input(payload, header or {"alg": "HS256", "typ": "JWT"})
-    sig = hmac.new(secret, inp.encode(), hashlib.sha256).digest()
-    return inp + "." + b64u(sig)
+    return l7env.hs256(payload, secret, header)
 
 
 def claims(**kw):

@@ -32,12 +32,20 @@ def pytest_runtest_makereport(item, call):
 
 @pytest.fixture(autouse=True)
 def daemon_log_on_failure(request):
-    """Attach the last lines of l7fastd's log to a failing test's output."""
+    """Attach the last lines of l7fastd's log to a failing test's output:
+    the daemon of the module's `env` fixture, or of the environments of its
+    `w` world fixture (w.env, or w.kern and w.slow side by side)."""
     yield
     rep = getattr(request.node, "rep_call", None)
-    if rep is None or not rep.failed or "env" not in request.fixturenames:
+    if rep is None or not rep.failed:
         return
-    env = request.getfixturevalue("env")
-    if env.daemon:
-        tail = "\n".join(env.daemon.log().splitlines()[-40:])
-        print(f"\n--- l7fastd log (last 40 lines) ---\n{tail}")
+    envs = []
+    if "env" in request.fixturenames:
+        envs.append(request.getfixturevalue("env"))
+    if "w" in request.fixturenames:
+        w = request.getfixturevalue("w")
+        envs += [getattr(w, a) for a in ("env", "kern", "slow") if getattr(w, a, None) is not None]
+    for env in {id(e): e for e in envs}.values():  # w.env is often the module's env
+        if env.daemon:
+            tail = "\n".join(env.daemon.log().splitlines()[-60:])
+            print(f"\n--- l7fastd log (last 60 lines) ---\n{tail}")

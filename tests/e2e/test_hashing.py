@@ -99,16 +99,6 @@ def w():
     assert not warnings, "kernel warnings during the test:\n" + "\n".join(warnings)
 
 
-@pytest.fixture(autouse=True)
-def log_on_failure(request, w):
-    yield
-    rep = getattr(request.node, "rep_call", None)
-    if rep is not None and rep.failed:
-        for env in (w.kern, w.slow):
-            if env.daemon:
-                print("\n--- l7fastd log (last 40 lines) ---\n" + "\n".join(env.daemon.log().splitlines()[-40:]))
-
-
 def set_members(w, members):
     for env, port, port6 in ((w.kern, w.port, w.port6), (w.slow, w.slow_port, w.slow_port6)):
         env.daemon.write_policy(render(w, port, port6, members))

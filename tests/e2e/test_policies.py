@@ -496,17 +496,6 @@ def w(request):
     assert not warnings, "kernel warnings during the test:\n" + "\n".join(warnings)
 
 
-@pytest.fixture(autouse=True)
-def log_on_failure(request):
-    yield
-    rep = getattr(request.node, "rep_call", None)
-    if rep is None or not rep.failed or "w" not in request.fixturenames:
-        return
-    w = request.getfixturevalue("w")
-    if w.env.daemon:
-        print("\n--- l7fastd log (last 60 lines) ---\n" + "\n".join(w.env.daemon.log().splitlines()[-60:]))
-
-
 def reload(w):
     w.env.daemon.write_policy(render_policy(w))
     ready = w.env.daemon.reload()

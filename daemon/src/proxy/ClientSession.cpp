@@ -220,11 +220,32 @@ awaitable<bool> ClientSession::wait_kernel_idle()
     }
 }
 
+// Written at once when the socket has room, else asynchronously. The
+// synchronous case matters: the caller publishes "answered" (u_done) right
+// after, and until then the data plane hands this connection's next request
+// to the slow path (user_pending). An async_write completes through the
+// io_context's queue, behind whatever else is ready, while the client, which
+// already has the response, is sending its next request.
 awaitable<bool> ClientSession::write_client(std::string_view data)
 {
     error_code ec;
-    co_await asio::async_write(sock_, asio::buffer(data.data(), data.size()),
-                               asio::redirect_error(use_awaitable, ec));
+    if (!sock_.non_blocking())
+        sock_.non_blocking(true, ec);
+    size_t done = 0;
+    if (ec) {
+        ec.clear(); // not in non-blocking mode: the asynchronous write only
+    } else {
+        done = sock_.write_some(asio::buffer(data.data(), data.size()), ec);
+        if (ec == asio::error::would_block || ec == asio::error::try_again || ec == asio::error::interrupted) {
+            ec.clear();
+            done = 0;
+        }
+        if (ec)
+            co_return false;
+    }
+    if (done < data.size())
+        co_await asio::async_write(sock_, asio::buffer(data.data() + done, data.size() - done),
+                                   asio::redirect_error(use_awaitable, ec));
     co_return !ec;
 }
 

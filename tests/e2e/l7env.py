@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-BUILD = Path(os.environ.get("L7FAST_BUILD", ROOT / "build"))
+BUILD = Path(os.environ.get("L7FAST_BUILD", ROOT / "build")).resolve()  # tests chdir
 L7FASTD = BUILD / "daemon" / "l7fastd"
 L7FASTCTL = BUILD / "daemon" / "l7fastctl"
 BACKEND = Path(__file__).resolve().parent / "backend.py"

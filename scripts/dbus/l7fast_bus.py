@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-BUILD = Path(os.environ.get("L7FAST_BUILD", ROOT / "build"))
+BUILD = Path(os.environ.get("L7FAST_BUILD", ROOT / "build")).resolve()  # tests chdir
 L7FASTD = BUILD / "daemon" / "l7fastd"
 L7FASTCTL = BUILD / "daemon" / "l7fastctl"
 PRIVATE_BUS = ROOT / "scripts" / "dbus" / "private-bus.sh"

@@ -27,16 +27,12 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-BUILD = Path(os.environ.get("L7FAST_BUILD", ROOT / "build")).resolve()  # tests chdir
-L7FASTD = BUILD / "daemon" / "l7fastd"
-L7FASTCTL = BUILD / "daemon" / "l7fastctl"
 BACKEND = Path(__file__).resolve().parent / "backend.py"
 PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 sys.path.insert(0, str(ROOT / "scripts" / "dbus"))
-from l7fast_bus import PrivateBus  # noqa: E402
+from l7fast_bus import BUILD, L7FASTCTL, L7FASTD, PrivateBus  # noqa: E402,F401
 sys.path.insert(0, str(ROOT / "scripts" / "pylib"))
 from l7fast_abi import counter_name  # noqa: E402
-
 
 
 def skip_reason():

@@ -134,8 +134,6 @@ void append_route_list(Appender& a, const std::vector<RouteInfo>& routes)
     a.close();
 }
 
-constexpr const char* kStatusClass[6] = {"other", "1xx", "2xx", "3xx", "4xx", "5xx"};
-
 // ---- reading -------------------------------------------------------------------
 
 int read_string(sd_bus_message* m, std::string* out)
@@ -337,6 +335,26 @@ int read_route_list(sd_bus_message* m, std::vector<RouteInfo>* out)
     return r < 0 ? r : 1;
 }
 
+// GetStats "responses": status classes 1xx..5xx, then other.
+std::vector<std::pair<std::string, uint64_t>> status_classes(const uint64_t (&status)[6])
+{
+    std::vector<std::pair<std::string, uint64_t>> v;
+    for (int i = 1; i <= 6; i++)
+        v.emplace_back(kStatusClass[i % 6], status[i % 6]);
+    return v;
+}
+
+int read_status_classes(sd_bus_message* m, uint64_t (&status)[6])
+{
+    std::vector<std::pair<std::string, uint64_t>> v;
+    int r = read_pairs<uint64_t, 't'>(m, &v);
+    for (const auto& [k, n] : v)
+        for (int i = 0; i < 6; i++)
+            if (k == kStatusClass[i])
+                status[i] = n;
+    return r;
+}
+
 // GetStats "rejected": requests a route's pipeline refused, by reason.
 std::vector<std::pair<std::string, uint64_t>> rejections(const RouteStats& rs)
 {
@@ -356,16 +374,7 @@ int read_route_stats(sd_bus_message* m, RouteStats* rs)
             .u64("requests_user", &rs->requests_user)
             .u64("bytes_in", &rs->bytes_in)
             .u64("bytes_out", &rs->bytes_out)
-            .on("responses", "a{st}",
-                [&] {
-                    std::vector<std::pair<std::string, uint64_t>> v;
-                    int rr = read_pairs<uint64_t, 't'>(m, &v);
-                    for (const auto& [k, n] : v)
-                        for (int i = 0; i < 6; i++)
-                            if (k == kStatusClass[i])
-                                rs->status[i] = n;
-                    return rr;
-                })
+            .on("responses", "a{st}", [&] { return read_status_classes(m, rs->status); })
             .on("latency_buckets", "at", [&] { return read_u64_array(m, &rs->latency); })
             .on("rejected", "a{st}",
                 [&] {
@@ -529,15 +538,12 @@ int append_stats(sd_bus_message* m, const StatsSnapshot& s)
                [&](Appender& x) {
                    x.open('a', "a{sv}");
                    for (const auto& rs : s.routes) {
-                       std::vector<std::pair<std::string, uint64_t>> classes;
-                       for (int i = 1; i <= 6; i++)  // 1xx..5xx, then other
-                           classes.emplace_back(kStatusClass[i % 6], rs.status[i % 6]);
                        x.open('a', "{sv}")
                            .entry("name", rs.name)
                            .entry("placement", std::string(placement_name(rs.kernel)))
                            .entry("requests_kernel", rs.requests_kernel)
                            .entry("requests_user", rs.requests_user)
-                           .entry("responses", "a{st}", [&](Appender& y) { y.counter_map(classes); })
+                           .entry("responses", "a{st}", [&](Appender& y) { y.counter_map(status_classes(rs.status)); })
                            .entry("bytes_in", rs.bytes_in)
                            .entry("bytes_out", rs.bytes_out)
                            .entry("latency_buckets", "at", [&](Appender& y) { y.u64_array(rs.latency); })
@@ -551,15 +557,12 @@ int append_stats(sd_bus_message* m, const StatsSnapshot& s)
                [&](Appender& x) {
                    x.open('a', "a{sv}");
                    for (const auto& es : s.endpoints) {
-                       std::vector<std::pair<std::string, uint64_t>> classes;
-                       for (int i = 1; i <= 6; i++)  // 1xx..5xx, then other
-                           classes.emplace_back(kStatusClass[i % 6], es.status[i % 6]);
                        x.open('a', "{sv}")
                            .entry("address", es.address)
                            .entry("clusters", es.clusters)
                            .entry("requests_kernel", es.requests_kernel)
                            .entry("requests_user", es.requests_user)
-                           .entry("responses", "a{st}", [&](Appender& y) { y.counter_map(classes); })
+                           .entry("responses", "a{st}", [&](Appender& y) { y.counter_map(status_classes(es.status)); })
                            .entry("bytes_out", es.bytes_out)
                            .entry("latency_buckets", "at", [&](Appender& y) { y.u64_array(es.latency); })
                            .close();
@@ -580,16 +583,7 @@ static int read_endpoint_stats(sd_bus_message* m, EndpointStats* es)
             .u64("requests_kernel", &es->requests_kernel)
             .u64("requests_user", &es->requests_user)
             .u64("bytes_out", &es->bytes_out)
-            .on("responses", "a{st}",
-                [&] {
-                    std::vector<std::pair<std::string, uint64_t>> v;
-                    int rr = read_pairs<uint64_t, 't'>(m, &v);
-                    for (const auto& [k, n] : v)
-                        for (int i = 0; i < 6; i++)
-                            if (k == kStatusClass[i])
-                                es->status[i] = n;
-                    return rr;
-                })
+            .on("responses", "a{st}", [&] { return read_status_classes(m, es->status); })
             .on("latency_buckets", "at", [&] { return read_u64_array(m, &es->latency); });
         return f.r;
     });

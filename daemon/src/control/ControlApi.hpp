@@ -40,6 +40,10 @@ struct RouteInfo {
     std::string where;      // file:line:column
 };
 
+// Names of the status classes counted in RouteStats/EndpointStats::status,
+// by index: GetStats keys and the Prometheus "class" label.
+inline constexpr const char* kStatusClass[6] = {"other", "1xx", "2xx", "3xx", "4xx", "5xx"};
+
 struct RouteStats {
     std::string name;
     bool kernel = false;

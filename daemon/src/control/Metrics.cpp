@@ -162,10 +162,9 @@ std::string render_prometheus(const StatsSnapshot& s, const std::string& version
     }
     e.family("l7fast_route_responses_total", "counter",
              "Responses to the route's requests, by status class (other: no valid status).");
-    static const char* const classes[6] = {"other", "1xx", "2xx", "3xx", "4xx", "5xx"};
     for (const auto& r : s.routes)
         for (int c = 1; c <= 6; c++)
-            e.sample("l7fast_route_responses_total", {{"route", r.name}, {"class", classes[c % 6]}},
+            e.sample("l7fast_route_responses_total", {{"route", r.name}, {"class", kStatusClass[c % 6]}},
                      r.status[c % 6]);
     e.family("l7fast_route_request_bytes_total", "counter",
              "Request bytes received from clients (heads and Content-Length bodies).");
@@ -212,7 +211,7 @@ std::string render_prometheus(const StatsSnapshot& s, const std::string& version
                  "Responses of the endpoint's exchanges, by status class (other: no valid status).");
         for (const auto& ep : s.endpoints)
             for (int c = 1; c <= 6; c++)
-                e.sample("l7fast_endpoint_responses_total", {{"endpoint", ep.address}, {"class", classes[c % 6]}},
+                e.sample("l7fast_endpoint_responses_total", {{"endpoint", ep.address}, {"class", kStatusClass[c % 6]}},
                          ep.status[c % 6]);
         e.family("l7fast_endpoint_response_bytes_total", "counter",
                  "Response bytes of the endpoint's exchanges sent to clients.");

@@ -2,6 +2,7 @@
 
 #include <systemd/sd-bus.h>
 #include <systemd/sd-daemon.h>
+#include <malloc.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,6 +30,15 @@ extern const char* const kDefaultPolicy;  // packaging/policy.toml, embedded
 namespace {
 
 constexpr auto kTickInterval = std::chrono::milliseconds(500);
+
+// Loading and compiling a policy allocates far more than the result keeps
+// (the TOML tree, the automaton under construction, the staged tables);
+// glibc keeps the freed pages unless asked, and l7fastd's resident size
+// would then be set by the largest policy it ever compiled.
+void return_freed_memory()
+{
+    malloc_trim(0);
+}
 constexpr const char* kEmbeddedName = "<embedded default policy>";
 
 uint64_t random_seed()
@@ -373,6 +383,7 @@ void Daemon::start()
     if (!p)
         throw std::runtime_error(why);
     apply(std::move(p));
+    return_freed_memory();
     for (int fd : clients)
         n_cli += server_->adopt_client(fd);
     if (adopting) {
@@ -550,6 +561,7 @@ control::ReloadOutcome Daemon::reload()
     } catch (const std::exception& e) {
         return fail(e.what());
     }
+    return_freed_memory();
     if (dp_)
         dp_->set_ingress_budget(nd.ingress_budget);
     last_reload_error_.clear();

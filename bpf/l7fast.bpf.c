@@ -184,6 +184,7 @@ int l7_sockops(struct bpf_sock_ops *skops)
 		c.listener_id = l->id;
 		c.mode = L7_MODE_KERNEL;
 		c.side = L7_SIDE_LOCAL;
+		c.rcv_start = skops->rcv_nxt;
 		if (bpf_map_update_elem(&l7_conns, &k, &c, BPF_ANY))
 			return 1;
 		if (bpf_sock_hash_update(skops, &l7_sk_client, &k, BPF_ANY))
@@ -299,6 +300,13 @@ __noinline int l7_g_decide(struct l7_scratch *s, __u32 n, struct l7_conn *c,
 	}
 	u = bpf_map_lookup_elem(&l7_conn_user, key);
 	if (c->u_sent != (u ? u->u_done : 0)) {
+		d->reason = L7_R_USER_PENDING;
+		return 0;
+	}
+	/* a local client reads its BPF ingress queue first: the daemon's bytes
+	 * it has not read yet would come after this request's response */
+	if (u && u->u_bytes && c->side == L7_SIDE_LOCAL &&
+	    (!s->client_read_known || (__s32)(s->client_read - (__u32)u->u_bytes) < 0)) {
 		d->reason = L7_R_USER_PENDING;
 		return 0;
 	}
@@ -488,6 +496,30 @@ static __always_inline int l7_req_msg_decided(struct sk_msg_md *msg, struct l7_s
 	return l7_to_user(c, d->reason), l7_msg_pass(msg, &l7_sk_client, key);
 }
 
+/* Only the field read here; CO-RE relocates it to the running kernel's
+ * struct tcp_sock. */
+struct tcp_sock___l7 {
+	__u32 copied_seq;
+} __attribute__((preserve_access_index));
+
+/* How far the client has read its socket's TCP stream (the bytes the daemon
+ * wrote to it), for l7_g_decide. */
+static __always_inline void l7_client_read(struct sk_msg_md *msg, struct l7_conn *c,
+					   struct l7_scratch *s)
+{
+	struct bpf_sock *sk = msg->sk;
+	struct tcp_sock___l7 *tp;
+
+	s->client_read_known = 0;
+	if (!sk)
+		return;
+	tp = (struct tcp_sock___l7 *)bpf_skc_to_tcp_sock(sk);
+	if (!tp)
+		return;
+	s->client_read = tp->copied_seq - c->rcv_start;
+	s->client_read_known = 1;
+}
+
 SEC("sk_msg")
 int l7_req_msg(struct sk_msg_md *msg)
 {
@@ -515,6 +547,7 @@ int l7_req_msg(struct sk_msg_md *msg)
 	s = l7_scratch_get();
 	if (!s)
 		return l7_to_user(c, L7_R_UNSUPPORTED), l7_msg_pass(msg, &l7_sk_client, &key);
+	l7_client_read(msg, c, s);
 	n = l7_copy_msg(msg, s, 0, size);
 	if (n <= 0 || l7_g_decide(s, (__u32)n, c, &key, cfg))
 		v = l7_to_user(c, L7_R_INCOMPLETE), l7_msg_pass(msg, &l7_sk_client, &key);
@@ -998,6 +1031,7 @@ int l7_req_skb(struct __sk_buff *skb)
 	s = l7_scratch_get();
 	if (!s)
 		return l7_to_user(c, L7_R_UNSUPPORTED);
+	s->client_read_known = 0;
 	n = l7_copy_skb(skb, s, 0, len);
 	if (n <= 0 || l7_g_decide(s, (__u32)n, c, &key, cfg))
 		v = l7_to_user(c, L7_R_INCOMPLETE);

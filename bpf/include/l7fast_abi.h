@@ -25,7 +25,7 @@
 
 /* Bump whenever a map's layout or meaning changes: a daemon never adopts
  * pinned maps of another ABI version (it starts clean instead). */
-#define L7_ABI_VERSION 9
+#define L7_ABI_VERSION 10
 
 /* Sizes of the tables. Route sets are bitmaps of L7_MAX_ROUTES bits. */
 #define L7_GENS 2
@@ -421,13 +421,22 @@ struct l7_conn {
 	__u64 u_sent;         /* requests handed to the slow path */
 	__u64 k_requests;
 	__u32 user_reason;    /* enum l7_reason that switched to L7_MODE_USER */
-	__u32 pad2;
+	__u32 rcv_start;      /* local client: its socket's rcv_nxt when established */
 	struct l7_body_state req_body;
 };
 
-/* Written only by the daemon: slow-path requests it has answered. */
+/*
+ * Written only by the daemon: slow-path requests it has answered, and the
+ * bytes it has written to the client so far (answers, relayed and failed
+ * kernel exchanges), both published once those bytes are in the socket.
+ * A local client reads kernel responses from its socket's BPF ingress
+ * queue before the TCP bytes the daemon wrote, whatever their order, so
+ * the kernel forwards its request only once it has read every published
+ * byte: tcp_sock.copied_seq - l7_conn.rcv_start >= u_bytes.
+ */
 struct l7_conn_user {
 	__u64 u_done;
+	__u64 u_bytes;
 };
 
 /* ---- telemetry ----------------------------------------------------------- */
@@ -471,7 +480,8 @@ enum l7_reason {
 	L7_R_POOL_MISS,
 	L7_R_PIPELINED,
 	L7_R_REDIRECT,         /* target socket gone */
-	L7_R_USER_PENDING,     /* an earlier request is still in the slow path */
+	L7_R_USER_PENDING,     /* an earlier request is still in the slow path, or
+	                        * the client has not read the daemon's answer yet */
 	L7_R_DISABLED,
 	L7_R_PATH,             /* path not in normal form: the slow path normalises it */
 	L7_R_RBAC_DENY,        /* a kernel route's RBAC rules deny: the slow path answers */

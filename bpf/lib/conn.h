@@ -128,6 +128,11 @@ struct l7_frame_state {
 
 struct l7_scratch {
 	__u64 busy;
+	/* SK_MSG: how many bytes the local client has read from its socket's
+	 * TCP stream (copied_seq - l7_conn.rcv_start); l7_g_decide compares
+	 * them with what the daemon wrote (l7_conn_user.u_bytes) */
+	__u32 client_read;
+	__u32 client_read_known;
 	struct l7_decision dec;
 	struct l7_match_state ms;
 	struct l7_frame_state fr;

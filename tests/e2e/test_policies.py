@@ -903,6 +903,53 @@ def test_back_in_the_kernel_after_a_slow_path_answer(w, local):
         f"{kernel} of {pairs} allowed requests in the kernel; counters moved: {json.dumps(moved, sort_keys=True)}"
 
 
+def wait_route(w, route, moved, timeout=10.0):
+    """Polls GetStats until moved(route stats) holds."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if moved(w.env.stats()["routes"][route]):
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"route {route}: nothing moved in {timeout} s")
+
+
+@pytest.mark.parametrize("local", [True, False], ids=["local", "remote"])
+@pytest.mark.parametrize("first", ["slow-path answer", "relayed response"])
+def test_response_order_when_the_client_reads_late(w, local, first):
+    """A client that sends its next request before reading the previous
+    answer, which the daemon wrote (a slow-path answer, or a kernel response
+    too big for the socket-to-socket budget that the daemon relays): the
+    answers arrive in request order. A local client reads the kernel's
+    socket-to-socket responses before the daemon's TCP bytes, so the kernel
+    must leave such a request to the slow path until the client has read
+    them (it did not: the second response overtook the first)."""
+    big = 200_000  # over daemon.ingress_budget (64 KiB): the daemon relays it
+    if local:
+        with w.env.local():
+            c = Conn(w.port)
+    else:
+        c = Conn(w.port)
+    try:
+        for i in range(3):
+            st = w.env.stats()["routes"]["rbac-k-deny"]
+            if first == "slow-path answer":
+                c.request("GET", f"/rbac/kdeny/admin/{i}")
+                wait_route(w, "rbac-k-deny", lambda r: r["rejected"]["rbac_denied"] > st["rejected"]["rbac_denied"])
+            else:
+                c.request("GET", f"/rbac/kdeny/big/{i}?size={big}")
+                wait_route(w, "rbac-k-deny", lambda r: r["responses"]["2xx"] > st["responses"]["2xx"])
+            time.sleep(0.05)  # the answer is written; the client has not read it
+            c.request("GET", f"/rbac/kdeny/next/{i}")
+            r1, r2 = c.read_response(), c.read_response()
+            if first == "slow-path answer":
+                assert (r1.status, r1.body) == (403, b"forbidden\n"), (i, r1, r2)
+            else:
+                assert (r1.status, len(r1.body)) == (200, big), (i, r1.status, r1.body[:80], r2)
+            assert r2.status == 200 and r2.json()["path"] == f"/rbac/kdeny/next/{i}", (i, r1, r2)
+    finally:
+        c.close()
+
+
 def test_rbac_deny_overrides(w):
     before = w.env.stats()["routes"]["rbac-deny"]["rejected"]["rbac_denied"]
     r = req(w, "GET", "/rbac/deny/admin")       # allow and deny both hold: deny wins

@@ -567,10 +567,8 @@ bool Dataplane::insert_remote_socket(const l7_conn_key& k, int fd)
     return bpf_map_update_elem(bpf_map__fd(skel_->maps.l7_sk_remote), &k, &v, BPF_ANY) == 0;
 }
 
-void Dataplane::conn_set_user_done(const l7_conn_key& k, uint64_t done)
+void Dataplane::conn_publish(const l7_conn_key& k, const l7_conn_user& u)
 {
-    l7_conn_user u{};
-    u.u_done = done;
     if (bpf_map_update_elem(bpf_map__fd(skel_->maps.l7_conn_user), &k, &u, BPF_ANY) != 0)
         note_map_update_failure("l7_conn_user", errno,
                                 "requests after a slow-path one on such a connection stay in the slow path");
@@ -593,12 +591,12 @@ void Dataplane::conn_forget(const l7_conn_key& k)
     bpf_map_delete_elem(bpf_map__fd(skel_->maps.l7_sk_remote), &k);
 }
 
-uint64_t Dataplane::conn_user_done(const l7_conn_key& k) const
+l7_conn_user Dataplane::conn_user(const l7_conn_key& k) const
 {
     l7_conn_user u{};
     if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.l7_conn_user), &k, &u) != 0)
-        return 0;
-    return u.u_done;
+        return {};
+    return u;
 }
 
 std::vector<l7_conn_key> Dataplane::conn_keys() const

@@ -99,12 +99,13 @@ public:
     // The daemon's accepted socket of a remote client: its bytes go through
     // SK_SKB, and it is the redirect target for the client's responses.
     bool insert_remote_socket(const l7_conn_key& k, int fd);
-    void conn_set_user_done(const l7_conn_key& k, uint64_t done);
+    // l7_conn_user: what the slow path has answered and written (ABI header)
+    void conn_publish(const l7_conn_key& k, const l7_conn_user& u);
     // Clears k_outstanding after the daemon finished a kernel exchange.
     void conn_clear_outstanding(const l7_conn_key& k);
     void conn_forget(const l7_conn_key& k);
-    // l7_conn_user.u_done (0 when absent)
-    uint64_t conn_user_done(const l7_conn_key& k) const;
+    // l7_conn_user (zero when absent)
+    l7_conn_user conn_user(const l7_conn_key& k) const;
     // every key of l7_conns (adoption: forget the ones without a session)
     std::vector<l7_conn_key> conn_keys() const;
 

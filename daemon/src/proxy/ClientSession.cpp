@@ -110,13 +110,14 @@ void Deadline::disarm()
 }
 
 ClientSession::ClientSession(ProxyServer& server, tcp::socket sock, const l7_conn_key& key,
-                             const policy::SocketAddress& listener, bool tracked, uint64_t answered)
+                             const policy::SocketAddress& listener, bool tracked,
+                             const l7_conn_user& published)
     : server_(server),
       sock_(std::move(sock)),
       key_(key),
       listener_(listener),
       tracked_(tracked),
-      answered_(answered)
+      published_(published)
 {
 }
 
@@ -134,9 +135,14 @@ void ClientSession::consume(size_t n)
 
 void ClientSession::answered()
 {
-    answered_++;
+    published_.u_done++;
+    publish();
+}
+
+void ClientSession::publish()
+{
     if (tracked_ && server_.dataplane())
-        server_.dataplane()->conn_set_user_done(key_, answered_);
+        server_.dataplane()->conn_publish(key_, published_);
 }
 
 void ClientSession::finish()
@@ -243,9 +249,12 @@ awaitable<bool> ClientSession::write_client(std::string_view data)
         if (ec)
             co_return false;
     }
-    if (done < data.size())
-        co_await asio::async_write(sock_, asio::buffer(data.data() + done, data.size() - done),
-                                   asio::redirect_error(use_awaitable, ec));
+    if (done < data.size()) {
+        size_t more = co_await asio::async_write(sock_, asio::buffer(data.data() + done, data.size() - done),
+                                                 asio::redirect_error(use_awaitable, ec));
+        done += more;
+    }
+    published_.u_bytes += done;  // told the data plane by the caller's publish()
     co_return !ec;
 }
 
@@ -823,6 +832,7 @@ awaitable<void> ClientSession::relay_coro(std::shared_ptr<ClientSession> self, U
     server_.count_kernel_response(snapshot, x.status ? x.status : snapshot.resp.status,
                                   snapshot.resp.bytes + x.bytes);
     server_.pool().finish_relay(up, x.ok && x.reusable && !snapshot.resp.close_after);
+    publish();  // the relayed bytes, before the kernel may take the next request
     if (server_.dataplane())
         server_.dataplane()->conn_clear_outstanding(key_);
     if (!x.ok || x.close || snapshot.resp.close_after)
@@ -843,6 +853,7 @@ void ClientSession::kernel_failed(int status, const l7_slot& snapshot)
             // the client got the head and part of the body, then the close
             self->server_.count_kernel_response(snapshot, snapshot.resp.status, snapshot.resp.bytes);
         }
+        self->publish();
         if (self->server_.dataplane())
             self->server_.dataplane()->conn_clear_outstanding(self->key_);
         self->closing_ = true;

@@ -59,10 +59,11 @@ struct ExchangeTimeout {
 
 class ClientSession : public std::enable_shared_from_this<ClientSession> {
 public:
-    // `answered`: requests of this connection already answered by the slow
-    // path (non-zero for a connection adopted from a previous l7fastd).
+    // `published`: requests of this connection the slow path answered and
+    // bytes written to it (non-zero for a connection adopted from a
+    // previous l7fastd).
     ClientSession(ProxyServer& server, tcp::socket sock, const l7_conn_key& key,
-                  const policy::SocketAddress& listener, bool tracked, uint64_t answered = 0);
+                  const policy::SocketAddress& listener, bool tracked, const l7_conn_user& published = {});
     void start();
 
     // Kernel exchanges the data plane could not finish.
@@ -109,6 +110,7 @@ private:
                                l7_slot snapshot);
     void consume(size_t n);
     void answered();
+    void publish();
     void finish();
 
     ProxyServer& server_;
@@ -118,7 +120,9 @@ private:
     bool tracked_;          // the data plane has an entry for this connection
     std::vector<char> in_;  // bytes read from the client, not yet used
     size_t in_len_ = 0;
-    uint64_t answered_ = 0;  // slow-path requests answered (l7_conn_user.u_done)
+    // slow-path requests answered and bytes written to the client, told the
+    // data plane (l7_conn_user) once the bytes are in the socket
+    l7_conn_user published_{};
     bool closing_ = false;
     bool finished_ = false;
     bool head_request_ = false;  // the request being answered is HEAD

@@ -265,17 +265,18 @@ awaitable<void> ProxyServer::accept_loop(std::shared_ptr<Listening> l)
                 }
             }
             if (tracked)
-                dp_->conn_set_user_done(key, 0);
+                dp_->conn_publish(key, l7_conn_user{});
         }
         FdStore::get().add(sock.native_handle(), client_store_name(key));
-        start_session(std::move(sock), key, addr, tracked, 0);
+        start_session(std::move(sock), key, addr, tracked, l7_conn_user{});
     }
 }
 
 void ProxyServer::start_session(tcp::socket sock, const l7_conn_key& key,
-                                const policy::SocketAddress& addr, bool tracked, uint64_t answered)
+                                const policy::SocketAddress& addr, bool tracked,
+                                const l7_conn_user& published)
 {
-    auto session = std::make_shared<ClientSession>(*this, std::move(sock), key, addr, tracked, answered);
+    auto session = std::make_shared<ClientSession>(*this, std::move(sock), key, addr, tracked, published);
     session_started(key, session);
     session->start();
 }
@@ -294,10 +295,10 @@ bool ProxyServer::adopt_client(int fd)
                     l->address.family == local.family)))
             lst = l.get();
     std::optional<l7_conn> c = ok && dp_ ? dp_->conn(key) : std::nullopt;
-    uint64_t done = c ? dp_->conn_user_done(key) : 0;
+    l7_conn_user published = c ? dp_->conn_user(key) : l7_conn_user{};
     // the previous daemon had read (part of) a request it had not answered:
     // where that request ends is lost with it
-    bool mid_exchange = c && c->mode == L7_MODE_KERNEL && c->u_sent != done;
+    bool mid_exchange = c && c->mode == L7_MODE_KERNEL && c->u_sent != published.u_done;
     if (!ok || !lst || mid_exchange || sessions_.count(key)) {
         if (ok)
             FdStore::get().remove(client_store_name(key));
@@ -313,7 +314,7 @@ bool ProxyServer::adopt_client(int fd)
         ::close(fd);
         return false;
     }
-    start_session(std::move(sock), key, lst->address, c.has_value(), done);
+    start_session(std::move(sock), key, lst->address, c.has_value(), published);
     return true;
 }
 

@@ -207,7 +207,7 @@ private:
 
     awaitable<void> accept_loop(std::shared_ptr<Listening> l);
     void start_session(tcp::socket sock, const l7_conn_key& key, const policy::SocketAddress& addr,
-                       bool tracked, uint64_t answered);
+                       bool tracked, const l7_conn_user& published);
     void on_exchange_end(KernelExchangeEnd end);
     std::shared_ptr<ClientSession> session_for(const l7_conn_key& k);
 

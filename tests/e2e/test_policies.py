@@ -521,8 +521,7 @@ def route_of(r):
 
 def test_the_routes_run_in_the_slow_path(w):
     before = w.env.stats()["routes"]["fallback"]["requests_user"]
-    with w.env.local():
-        c = Conn(w.port)
+    c = connect(w, True)
     for i in range(3):
         c.request("GET", f"/anything/{i}")
         assert route_of(c.read_response()) == "fallback"
@@ -579,8 +578,7 @@ def test_source_cidrs_from_the_client_address(w):
     r = req(w, path="/match/src", port=w.port6, family_host="::1")
     assert route_of(r) == "m-src6"
     # a local client (its socket in the data plane's cgroup) too
-    with w.env.local():
-        c = Conn(w.port)
+    c = connect(w, True)
     c.request("GET", "/match/src")
     assert route_of(c.read_response()) == "m-src4"
     c.close()
@@ -739,6 +737,21 @@ def test_rbac_first_match_with_custom_denial(w):
     assert r.status == 418
 
 
+def connect(w, local):
+    """A client connection to the world's listener: from the test cgroup
+    (a local client, SK_MSG) or from outside it (a remote one, SK_SKB)."""
+    if local:
+        with w.env.local():
+            return Conn(w.port)
+    return Conn(w.port)
+
+
+def moved_counters(before, after):
+    """The data-plane counters that moved between two GetStats snapshots."""
+    return {k: v - before["counters"].get(k, 0) for k, v in after["counters"].items()
+            if v != before["counters"].get(k, 0)}
+
+
 def kernel_rbac(w, route, cases, local):
     """Each case on a fresh connection (so the kernel decides each one):
     (method, path, headers, body, status, response body or None). Allowed
@@ -746,11 +759,7 @@ def kernel_rbac(w, route, cases, local):
     slow path (to_slow_path_rbac_deny), which answers them."""
     st0 = w.env.stats()
     for method, path, headers, body, status, rbody in cases:
-        if local:
-            with w.env.local():
-                c = Conn(w.port)
-        else:
-            c = Conn(w.port)
+        c = connect(w, local)
         try:
             c.request(method, path, headers=headers, body=body)
             r = c.read_response(head_request=method == "HEAD")
@@ -769,7 +778,7 @@ def kernel_rbac(w, route, cases, local):
     assert rejected == denied, (rejected, denied)
     if w.dataplane:
         assert st1["routes"][route]["placement"] == "kernel"
-        why = {k: v - st0["counters"].get(k, 0) for k, v in st1["counters"].items() if v != st0["counters"].get(k, 0)}
+        why = moved_counters(st0, st1)
         assert d == {"requests_kernel": allowed, "requests_user": denied}, (d, why)
         slow = st1["counters"]["to_slow_path_rbac_deny"] - st0["counters"]["to_slow_path_rbac_deny"]
         assert slow == denied
@@ -789,8 +798,7 @@ def assert_kernel_took_first_requests(w, route, before, connections):
     test_back_in_the_kernel_after_a_slow_path_answer."""
     after = w.env.stats()
     kernel = after["routes"][route]["requests_kernel"] - before["routes"][route]["requests_kernel"]
-    moved = {k: v - before["counters"].get(k, 0) for k, v in after["counters"].items()
-             if v != before["counters"].get(k, 0)}
+    moved = moved_counters(before, after)
     timing = moved.get("to_slow_path_pool_miss", 0) + moved.get("to_slow_path_user_pending", 0)
     assert kernel + timing >= connections, \
         f"kernel forwarded {kernel}; counters moved: {json.dumps(moved, sort_keys=True)}"
@@ -799,11 +807,7 @@ def assert_kernel_took_first_requests(w, route, before, connections):
 def one_connection(w, local, requests, pipelined):
     """Several requests on one connection, written one by one (each after
     the previous response) or all in one write; returns the responses."""
-    if local:
-        with w.env.local():
-            c = Conn(w.port)
-    else:
-        c = Conn(w.port)
+    c = connect(w, local)
     out = []
     try:
         if pipelined:
@@ -878,11 +882,7 @@ def test_back_in_the_kernel_after_a_slow_path_answer(w, local):
         pytest.skip("the kernel data plane is off in this world")
     pairs = 200
     before = w.env.stats()
-    if local:
-        with w.env.local():
-            c = Conn(w.port)
-    else:
-        c = Conn(w.port)
+    c = connect(w, local)
     try:
         for i in range(pairs):
             c.request("GET", f"/rbac/kdeny/admin/{i}")
@@ -893,8 +893,7 @@ def test_back_in_the_kernel_after_a_slow_path_answer(w, local):
     finally:
         c.close()
     after = w.env.stats()
-    moved = {k: v - before["counters"].get(k, 0) for k, v in after["counters"].items()
-             if v != before["counters"].get(k, 0)}
+    moved = moved_counters(before, after)
     kernel = after["routes"]["rbac-k-deny"]["requests_kernel"] - before["routes"]["rbac-k-deny"]["requests_kernel"]
     rejected = (after["routes"]["rbac-k-deny"]["rejected"]["rbac_denied"]
                 - before["routes"]["rbac-k-deny"]["rejected"]["rbac_denied"])
@@ -924,11 +923,7 @@ def test_response_order_when_the_client_reads_late(w, local, first):
     must leave such a request to the slow path until the client has read
     them (it did not: the second response overtook the first)."""
     big = 200_000  # over daemon.ingress_budget (64 KiB): the daemon relays it
-    if local:
-        with w.env.local():
-            c = Conn(w.port)
-    else:
-        c = Conn(w.port)
+    c = connect(w, local)
     try:
         for i in range(3):
             st = w.env.stats()["routes"]["rbac-k-deny"]

@@ -30,6 +30,7 @@ extern const char* const kDefaultPolicy;  // packaging/policy.toml, embedded
 namespace {
 
 constexpr auto kTickInterval = std::chrono::milliseconds(500);
+constexpr const char* kEmbeddedName = "<embedded default policy>";
 
 // Loading and compiling a policy allocates far more than the result keeps
 // (the TOML tree, the automaton under construction, the staged tables);
@@ -39,7 +40,6 @@ void return_freed_memory()
 {
     malloc_trim(0);
 }
-constexpr const char* kEmbeddedName = "<embedded default policy>";
 
 uint64_t random_seed()
 {

@@ -65,6 +65,14 @@ def free_port(host="127.0.0.1"):
         return s.getsockname()[1]
 
 
+def wait_until(cond, timeout=5.0, interval=0.05):
+    """Polls cond() until it holds or timeout seconds pass; its last value."""
+    deadline = time.monotonic() + timeout
+    while not cond() and time.monotonic() < deadline:
+        time.sleep(interval)
+    return cond()
+
+
 def wait_port(host, port, timeout=10.0):
     deadline = time.time() + timeout
     while time.time() < deadline:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import l7env
-from l7env import Conn, b64u, free_port
+from l7env import Conn, b64u, free_port, wait_until
 from l7env import jws_signing_input as signing_input
 
 HS_SECRET = b"l7fast-e2e-hs256-secret-0123456789abcdef"  # >= 32 bytes
@@ -902,14 +902,8 @@ def test_back_in_the_kernel_after_a_slow_path_answer(w, local):
         f"{kernel} of {pairs} allowed requests in the kernel; counters moved: {json.dumps(moved, sort_keys=True)}"
 
 
-def wait_route(w, route, moved, timeout=10.0):
-    """Polls GetStats until moved(route stats) holds."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if moved(w.env.stats()["routes"][route]):
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"route {route}: nothing moved in {timeout} s")
+def route_stats(w, route="rbac-k-deny"):
+    return w.env.stats()["routes"][route]
 
 
 @pytest.mark.parametrize("local", [True, False], ids=["local", "remote"])
@@ -926,13 +920,15 @@ def test_response_order_when_the_client_reads_late(w, local, first):
     c = connect(w, local)
     try:
         for i in range(3):
-            st = w.env.stats()["routes"]["rbac-k-deny"]
+            st = route_stats(w)
             if first == "slow-path answer":
                 c.request("GET", f"/rbac/kdeny/admin/{i}")
-                wait_route(w, "rbac-k-deny", lambda r: r["rejected"]["rbac_denied"] > st["rejected"]["rbac_denied"])
+                assert wait_until(lambda: route_stats(w)["rejected"]["rbac_denied"] > st["rejected"]["rbac_denied"],
+                                  timeout=10, interval=0.02), "the denial was not answered"
             else:
                 c.request("GET", f"/rbac/kdeny/big/{i}?size={big}")
-                wait_route(w, "rbac-k-deny", lambda r: r["responses"]["2xx"] > st["responses"]["2xx"])
+                assert wait_until(lambda: route_stats(w)["responses"]["2xx"] > st["responses"]["2xx"],
+                                  timeout=10, interval=0.02), "the relayed response did not end"
             time.sleep(0.05)  # the answer is written; the client has not read it
             c.request("GET", f"/rbac/kdeny/next/{i}")
             r1, r2 = c.read_response(), c.read_response()

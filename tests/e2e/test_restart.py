@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from l7env import Conn, Daemon, free_port
+from l7env import Conn, Daemon, free_port, wait_until
 
 
 # pool_min_idle = 6: the four load connections never find every pooled upstream
@@ -51,13 +51,6 @@ def web(env):
     env.daemon = Daemon(POLICY.format(port=port, backend=b.address()), env.cgroup, env.tmp.name,
                         bus_env=env.bus.env(), fdstore=True, daemon_settings="pool_min_idle = 6")
     return port
-
-
-def wait_until(cond, timeout=5.0):
-    deadline = time.time() + timeout
-    while not cond() and time.time() < deadline:
-        time.sleep(0.05)
-    return cond()
 
 
 def test_sockets_are_stored_and_removed(env, web):

@@ -14,14 +14,18 @@
 #                     those paths from the work tree on top (work in progress
 #                     of other components stays out of a packaging test)
 # Output: DIR/*.deb, DIR/lintian.txt, DIR/build.log
-set -euo pipefail
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+L7F_LOG_PREFIX=deb
+# shellcheck source=scripts/lib/common.sh
+. "$TOP/scripts/lib/common.sh"
 OUT=${L7F_DEB_OUT:-$TOP/build/packaging/deb}
-log() { printf '[deb %4ds] %s\n' "$SECONDS" "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
 # shellcheck source=packaging/lib.sh
 . "$TOP/packaging/lib.sh"
+
+mkdir -p "$OUT"
+# first: dpkg-parsechangelog below is dpkg-dev's, which a fresh machine lacks
+install_build_deps "$OUT/apt.log" dpkg-dev lintian
 
 VERSION=$(project_version)
 [ -n "$VERSION" ] || die "no project version in CMakeLists.txt"
@@ -29,7 +33,6 @@ CHANGELOG_VERSION=$(dpkg-parsechangelog -l "$TOP/packaging/debian/changelog" -S 
 [ "$CHANGELOG_VERSION" = "$VERSION" ] ||
 	die "packaging/debian/changelog is at $CHANGELOG_VERSION but CMakeLists.txt at $VERSION: add a changelog entry (dch -v $VERSION)"
 
-mkdir -p "$OUT"
 STAGE=$OUT/src/l7fast-$VERSION
 stage_source "$STAGE"
 rm -rf "$STAGE/debian"
@@ -42,8 +45,6 @@ if [ "${L7F_DEB_REUSE:-0}" = 1 ] && [ -f "$OUT/source.sha256" ] &&
 	log "source unchanged since the last build: reusing ${DEBS[*]##*/}"
 	exit 0
 fi
-
-install_build_deps "$OUT/apt.log" dpkg-dev lintian
 
 log "dpkg-buildpackage (log: $OUT/build.log)"
 rm -f "$OUT"/*.deb "$OUT"/*.changes "$OUT"/*.buildinfo "$OUT/source.sha256"

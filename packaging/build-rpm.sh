@@ -10,12 +10,12 @@
 # L7F_RPM_REUSE=1 (skip the build when the staged source is unchanged), and
 # L7F_NO_APT, L7F_POLICY, L7F_SRC, L7F_SRC_OVERLAY as for build-deb.sh.
 # Output: DIR/*.rpm, DIR/rpmlint.txt, DIR/contents.txt, DIR/build.log
-set -euo pipefail
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+L7F_LOG_PREFIX=rpm
+# shellcheck source=scripts/lib/common.sh
+. "$TOP/scripts/lib/common.sh"
 OUT=${L7F_RPM_OUT:-$TOP/build/packaging/rpm}
-log() { printf '[rpm %4ds] %s\n' "$SECONDS" "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
 # shellcheck source=packaging/lib.sh
 . "$TOP/packaging/lib.sh"
 

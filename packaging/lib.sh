@@ -45,19 +45,29 @@ tree_hash() {
 
 # install_build_deps LOG extra-packages...: the Build-Depends of
 # packaging/debian/control (the same toolchain builds the RPM) plus extras.
+# apt resolves the relations itself (build-dep on the source directory), so
+# virtual names such as dh-sequence-dkms (dh-dkms) and debhelper-compat
+# (debhelper) become the packages that provide them.
 install_build_deps() {
-	local logf=$1 missing
+	local logf=$1 plan missing
 	shift
 	[ "${L7F_NO_APT:-0}" = 1 ] && return 0
-	missing=$(dpkg-checkbuilddeps "$TOP/packaging/debian/control" 2>&1 |
-		sed -n 's/.*Unmet build dependencies: //p' | sed 's/([^)]*)//g; s/|[^ ]*//g')
-	for p in "$@"; do
-		dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q ' installed$' || missing+=" $p"
-	done
-	[ -n "${missing// /}" ] || return 0
-	[ "$(id -u)" = 0 ] || die "missing build dependencies (run as root to install):$missing"
-	log "installing$missing"
-	# shellcheck disable=SC2086
-	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $missing >"$logf" 2>&1 ||
-		{ tail -n 30 "$logf" >&2; die "apt-get install failed (apt-get update?)"; }
+	if ! plan=$(apt-get build-dep -s "$TOP/packaging/" 2>&1); then
+		log "apt-get update (the package lists cannot resolve the build dependencies)"
+		[ "$(id -u)" = 0 ] || die "cannot resolve the build dependencies; as root: apt-get update"
+		apt-get -o DPkg::Lock::Timeout=300 update -qq >"$logf" 2>&1 ||
+			{ tail -n 30 "$logf" >&2; die "apt-get update failed (log: $logf)"; }
+		plan=$(apt-get build-dep -s "$TOP/packaging/" 2>&1) ||
+			{ echo "$plan" >&2; die "apt-get build-dep cannot satisfy packaging/debian/control"; }
+	fi
+	missing=$(sed -n 's/^Inst \([^ ]*\).*/\1/p' <<<"$plan" | tr '\n' ' ')
+	if [ -n "$missing" ]; then
+		[ "$(id -u)" = 0 ] || die "missing build dependencies (run as root to install them): $missing"
+		log "installing the build dependencies of packaging/debian/control: $missing"
+		DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 build-dep -y -qq \
+			--no-install-recommends "$TOP/packaging/" >"$logf" 2>&1 ||
+			{ tail -n 30 "$logf" >&2; die "apt-get build-dep $TOP/packaging/ failed (log: $logf)"; }
+	fi
+	# shellcheck disable=SC2046
+	apt_install "$logf" $(missing_packages "$@")
 }

@@ -16,9 +16,11 @@
 # Uses the system D-Bus if one is running, a private bus otherwise; mounts
 # bpffs on /sys/fs/bpf if nothing is mounted there. Everything it starts is
 # stopped on exit.
-set -euo pipefail
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+L7F_LOG_PREFIX=demo
+# shellcheck source=scripts/lib/common.sh
+. "$TOP/scripts/lib/common.sh"
 BUILD=${BUILD:-build}
 case $BUILD in /*) ;; *) BUILD=$TOP/$BUILD ;; esac
 L7FASTD=$BUILD/daemon/l7fastd
@@ -27,7 +29,6 @@ REQUESTS=${DEMO_REQUESTS:-2000}
 URL=http://127.0.0.1:8080
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
-die() { echo "demo: $*" >&2; exit 1; }
 run() { printf '$ %s\n' "$*"; "$@"; }
 
 [ "$(id -u)" = 0 ] || die "run as root: loading eBPF programs and attaching them to a cgroup needs it"

@@ -58,8 +58,10 @@ dict() {
 
 if [ ! -f "$FB/CMakeCache.txt" ]; then
 	log "configuring $FB (clang, -DL7FAST_FUZZ=ON)"
-	CC=clang CXX=clang++ cmake -S "$TOP" -B "$FB" -DL7FAST_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null ||
-		exit 1
+	mkdir -p "$FB"
+	CC=clang CXX=clang++ cmake -S "$TOP" -B "$FB" -DL7FAST_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		>"$FB/configure.log" 2>&1 ||
+		{ tail -40 "$FB/configure.log" >&2; log "cmake configure failed (log: $FB/configure.log)"; exit 1; }
 fi
 log "building fuzz targets"
 cmake --build "$FB" -j"${JOBS:-2}" --target "${TARGETS[@]/#/fuzz_}" >"$FB/build.log" 2>&1 ||

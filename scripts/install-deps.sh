@@ -10,7 +10,10 @@
 # Environment:
 #   L7F_NO_APT=1   only check; fail listing what is missing
 # Installs nothing when everything is already there (no apt-get update).
-set -euo pipefail
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+L7F_LOG_PREFIX=deps
+# shellcheck source=scripts/lib/common.sh
+. "$TOP/scripts/lib/common.sh"
 
 PACKAGES=(
 	# build
@@ -24,17 +27,13 @@ PACKAGES=(
 	dbus-daemon dbus-bin dbus-system-bus-common systemd
 )
 
-log() { printf '[deps] %s\n' "$*" >&2; }
-
+# shellcheck disable=SC1091
 . /etc/os-release
 if [ "${VERSION_CODENAME:-}" != bookworm ]; then
 	log "warning: written for Debian 12 (bookworm); this is ${PRETTY_NAME:-unknown}. Trying anyway."
 fi
 
-missing=()
-for p in "${PACKAGES[@]}"; do
-	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q ' installed$' || missing+=("$p")
-done
+mapfile -t missing < <(missing_packages "${PACKAGES[@]}")
 if [ ${#missing[@]} = 0 ]; then
 	log "all ${#PACKAGES[@]} packages present"
 	exit 0

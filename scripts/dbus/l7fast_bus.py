@@ -15,6 +15,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -22,6 +23,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts" / "pylib"))
+from l7fast_host import cgroup2_root, ensure_bpffs  # noqa: E402,F401
+
 BUILD = Path(os.environ.get("L7FAST_BUILD", ROOT / "build")).resolve()  # tests chdir
 L7FASTD = BUILD / "daemon" / "l7fastd"
 L7FASTCTL = BUILD / "daemon" / "l7fastctl"
@@ -61,16 +65,6 @@ def require_environment():
         pytest.skip(reason)
     for tool in ("busctl", "setpriv", "unshare"):
         assert shutil.which(tool), f"{tool} missing (systemd, util-linux)"
-
-
-def cgroup2_root():
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            parts = line.split()
-            sep = parts.index("-")
-            if parts[sep + 1] == "cgroup2":
-                return Path(parts[4])
-    return None
 
 
 def free_port():
@@ -115,7 +109,8 @@ class Daemon:
         assert L7FASTD.exists(), f"{L7FASTD} not built (cmake -S . -B build && make -C build)"
         croot = cgroup2_root()
         assert croot, "no cgroup v2 hierarchy mounted"
-        assert Path("/sys/fs/bpf").is_dir(), "bpffs not mounted at /sys/fs/bpf"
+        problem = ensure_bpffs()
+        assert not problem, problem
         self.bus = bus
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)

@@ -22,13 +22,14 @@
 #
 # Needs root (for --admin-gid and to own org.l7fast.Manager1 as root) and
 # dbus-daemon (Debian: dbus-daemon, or dbus on bookworm).
-set -euo pipefail
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+L7F_LOG_PREFIX=private-bus
+# shellcheck source=scripts/lib/common.sh
+. "$TOP/scripts/lib/common.sh"
 POLICY=$TOP/systemd/org.l7fast.Manager1.conf
 SYSTEM_CONF=/usr/share/dbus-1/system.conf
 
-die() { echo "private-bus: $*" >&2; exit 1; }
 
 write_config() { # DIR OPEN
 	local dir=$1 open=$2

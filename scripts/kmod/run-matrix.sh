@@ -14,9 +14,11 @@
 #     L7F_KMOD_CACHE     download cache         (default <top>/build/cache/kmod)
 #     L7F_KMOD_TIMEOUT   seconds per guest boot (default 420)
 #     L7F_KMOD_NO_APT=1  skip apt-get update/install (offline re-runs)
-set -euo pipefail
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+L7F_LOG_PREFIX=kmod
+# shellcheck source=scripts/lib/common.sh
+. "$TOP/scripts/lib/common.sh"
 BUILD=${L7F_KMOD_BUILD:-$TOP/build/kmod}
 CACHE=${L7F_KMOD_CACHE:-$TOP/build/cache/kmod}
 KERNELS=${L7F_KMOD_KERNELS:-"6.1 6.12"}
@@ -32,29 +34,7 @@ APT_PACKAGES=(
 	ca-certificates
 )
 
-log() { printf '[kmod %4ds] %s\n' "$SECONDS" "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
-
 # --- apt ------------------------------------------------------------------
-
-# The URI of the configured bookworm archive, from the deb822 sources file.
-debian_uri() {
-	local f=/etc/apt/sources.list.d/debian.sources
-	[ -r "$f" ] || die "$f not found: cannot derive the mirror for bookworm-backports"
-	awk '
-		function flush() {
-			if (uri != "" && suites ~ /(^|[ \t])bookworm([ \t]|$)/ && !done) {
-				print uri; done = 1
-			}
-			uri = ""; suites = ""
-		}
-		/^[ \t]*$/ { flush(); next }
-		/^[ \t]*#/ { next }
-		tolower($1) == "uris:"   { uri = $2 }
-		tolower($1) == "suites:" { $1 = ""; suites = $0 }
-		END { flush() }
-	' "$f"
-}
 
 apt_setup() {
 	local uri want
@@ -66,7 +46,7 @@ apt_setup() {
 	[ "${L7F_KMOD_NO_APT:-0}" = 1 ] && return 0
 
 	uri=$(debian_uri)
-	[ -n "$uri" ] || die "no bookworm entry with URIs: in /etc/apt/sources.list.d/debian.sources"
+	[ -n "$uri" ] || die "no bookworm archive in /etc/apt/sources.list{,.d/}: cannot derive the mirror for bookworm-backports"
 	want=$(printf 'Types: deb\nURIs: %s\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' "$uri")
 	if [ ! -f "$BACKPORTS_LIST" ] || [ "$(cat "$BACKPORTS_LIST")" != "$want" ]; then
 		log "adding bookworm-backports from $uri"

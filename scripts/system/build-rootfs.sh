@@ -13,12 +13,18 @@
 # Caching: the root tree is keyed by the recipe (package lists and guest
 # configuration below). Dependencies the cached tree does not satisfy are
 # installed into it (apt-get satisfy); the image is rebuilt from the tree only
-# when the tree changed. Environment:
+# when the tree changed. One build at a time per cache directory (a lock).
+# The debootstrap, cache key and chroot helpers are shared with
+# scripts/fresh-machine-test.sh (scripts/lib/rootfs.sh). Environment:
 #   L7F_SYS_CACHE   cache directory (default <top>/build/cache/system)
 #   L7F_SYS_KEEP    number of trees to keep (default 2)
-set -euo pipefail
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+L7F_LOG_PREFIX=rootfs
+# shellcheck source=scripts/lib/common.sh
+. "$TOP/scripts/lib/common.sh"
+# shellcheck source=scripts/lib/rootfs.sh
+. "$TOP/scripts/lib/rootfs.sh"
 CACHE=${L7F_SYS_CACHE:-$TOP/build/cache/system}
 EXTRA_DEPS=("$@")
 
@@ -99,55 +105,25 @@ RECIPE_VERSION=1
 
 # Only the result directory goes to standard output.
 exec 3>&1 1>&2
-log() { printf '[rootfs %4ds] %s\n' "$SECONDS" "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
-
-# The URI of the configured bookworm archive (deb822 sources); nothing else
-# is reachable from here.
-debian_uri() {
-	awk '
-		function flush() {
-			if (uri != "" && suites ~ /(^|[ \t])bookworm([ \t]|$)/ && !done) { print uri; done = 1 }
-			uri = ""; suites = ""
-		}
-		/^[ \t]*$/ { flush(); next }
-		/^[ \t]*#/ { next }
-		tolower($1) == "uris:"   { uri = $2 }
-		tolower($1) == "suites:" { $1 = ""; suites = $0 }
-		END { flush() }
-	' /etc/apt/sources.list.d/debian.sources
-}
 
 [ "$(id -u)" = 0 ] || die "must run as root (debootstrap, chroot)"
 URI=$(debian_uri)
-[ -n "$URI" ] || die "no bookworm URIs: in /etc/apt/sources.list.d/debian.sources"
-KEY=$( { echo "$RECIPE_VERSION $SUITE $IMAGE_SIZE $URI"; printf '%s\n' "${BASE_PACKAGES[@]}" \
-	"${BACKPORTS_PACKAGES[@]}" "$BOOKWORM_HEADERS_META"; declare -f configure_guest configure_apt; } |
-	sha256sum | cut -c1-16)
+[ -n "$URI" ] || die "no bookworm archive in /etc/apt/sources.list{,.d/}: debootstrap needs its URI"
+KEY=$(rootfs_key "$RECIPE_VERSION $SUITE $IMAGE_SIZE $URI" "${BASE_PACKAGES[@]}" \
+	"${BACKPORTS_PACKAGES[@]}" "$BOOKWORM_HEADERS_META" -f configure_guest -f configure_apt)
 DIR=$CACHE/rootfs-$KEY
 ROOT=$DIR/root
 mkdir -p "$CACHE/debs/partial"
+rootfs_lock "$CACHE/.lock"
 
-mounted=()
-umount_all() {
-	local i
-	for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount -l "${mounted[$i]}" 2>/dev/null || true; done
-	mounted=()
-}
-trap umount_all EXIT
-bind() { mkdir -p "$2"; mount --bind "$1" "$2"; mounted+=("$2"); }
+trap rootfs_umount_all EXIT
 chroot_mounts() {
-	bind /proc "$ROOT/proc"
-	bind /sys "$ROOT/sys"
-	bind /dev "$ROOT/dev"
-	bind /dev/pts "$ROOT/dev/pts"
-	bind "$CACHE/debs" "$ROOT/var/cache/apt/archives"
+	rootfs_chroot_mounts "$ROOT" "$CACHE/debs"
 	# No service may start inside the chroot.
 	printf '#!/bin/sh\nexit 101\n' >"$ROOT/usr/sbin/policy-rc.d"
 	chmod 755 "$ROOT/usr/sbin/policy-rc.d"
 }
-chroot_unmount() { umount_all; rm -f "$ROOT/usr/sbin/policy-rc.d"; }
-in_root() { chroot "$ROOT" env DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8 "$@"; }
+chroot_unmount() { rootfs_umount_all; rm -f "$ROOT/usr/sbin/policy-rc.d"; }
 
 # Installs what the tree lacks to satisfy EXTRA_DEPS; returns 0 when it
 # changed the tree.
@@ -182,13 +158,8 @@ if [ -f "$DIR/.complete" ]; then
 	exit 0
 fi
 
-rm -rf "$DIR"
-mkdir -p "$ROOT"
-log "debootstrap $SUITE from $URI (log: $DIR/debootstrap.log)"
-debootstrap --variant=minbase --cache-dir="$CACHE/debs" \
-	--include="$(IFS=,; echo "${BASE_PACKAGES[*]}")" \
-	"$SUITE" "$ROOT" "$URI" >"$DIR/debootstrap.log" 2>&1 ||
-	{ tail -n 30 "$DIR/debootstrap.log" >&2; die "debootstrap failed"; }
+rootfs_remove "$DIR"
+rootfs_debootstrap "$ROOT" "$CACHE/debs" "$DIR/debootstrap.log" "$SUITE" "$URI" "${BASE_PACKAGES[@]}"
 configure_apt
 
 log "installing the 6.12 kernel and headers (bookworm-backports) and the 6.1 headers (log: $DIR/apt.log)"
@@ -220,6 +191,6 @@ make_image
 touch "$DIR/.complete"
 
 # Keep the newest trees only.
-ls -1dt "$CACHE"/rootfs-* 2>/dev/null | tail -n +"$((${L7F_SYS_KEEP:-2} + 1))" | xargs -r rm -rf
+rootfs_keep_newest "${L7F_SYS_KEEP:-2}" "$CACHE"/rootfs-*
 log "guest ready: $DIR"
 echo "$DIR" >&3

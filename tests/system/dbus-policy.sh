@@ -7,9 +7,11 @@
 # /etc/group that group; the host's is not touched).
 #
 #   tests/system/dbus-policy.sh            (as root)
-set -euo pipefail
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+L7F_LOG_PREFIX=dbus-policy
+# shellcheck source=scripts/lib/common.sh
+. "$TOP/scripts/lib/common.sh"
 POLICY=$TOP/systemd/org.l7fast.Manager1.conf
 NAME=org.l7fast.Manager1
 OBJ=/org/l7fast/Manager1

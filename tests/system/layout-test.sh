@@ -1,7 +1,10 @@
 #!/bin/bash
 # The .deb and .rpm must install the same files, up to each distribution's
 # directories: layout-test.sh DEB DKMS_DEB RPM DKMS_RPM
-set -euo pipefail
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+L7F_LOG_PREFIX=layout
+# shellcheck source=scripts/lib/common.sh
+. "$TOP/scripts/lib/common.sh"
 deb_files() { dpkg-deb -c "$1" | awk '$1 !~ /^d/ { sub(/^\.\//, "/", $6); print $6 }'; }
 rpm_regular() { rpm -qp --qf '[%{FILEMODES:perms} %{FILENAMES}\n]' "$1" | awk '$1 !~ /^d/ && $1 !~ /^l/ { print $2 }'; }
 normalize() { # distribution directories -> one spelling; documentation and licences are each distribution's

@@ -17,9 +17,11 @@
 #   L7F_SRC, L7F_SRC_OVERLAY, L7F_POLICY   passed to the package builds
 # Output: one "L7S-TEST: PASS|FAIL|SKIP|TODO name: detail" line per check
 # (host and guest), then the verdict; logs under L7F_SYS_OUT.
-set -euo pipefail
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+L7F_LOG_PREFIX=system
+# shellcheck source=scripts/lib/common.sh
+. "$TOP/scripts/lib/common.sh"
 OUT=${L7F_SYS_OUT:-$TOP/build/system}
 TIMEOUT=${L7F_SYS_TIMEOUT:-1200}
 HOST_PACKAGES=(
@@ -27,8 +29,6 @@ HOST_PACKAGES=(
 	dbus dbus-bin dbus-daemon dbus-tests util-linux systemd bash-completion python3
 )
 
-log() { printf '[system %4ds] %s\n' "$SECONDS" "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
 RESULTS=()
 result() { # STATE name detail
 	local line="L7S-TEST: $1 host/$2${3:+: $3}"

@@ -15,23 +15,16 @@ import signal
 import socket
 import subprocess
 import tempfile
+import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "pylib"))
+from l7fast_host import BPFFS, cgroup2_root, ensure_bpffs  # noqa: E402
+
 PREFIX = "l7fast-bench"
-BPFFS = Path("/sys/fs/bpf")
 PF_KTHREAD = 0x00200000
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def cgroup2_root():
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            parts = line.split()
-            sep = parts.index("-")
-            if parts[sep + 1] == "cgroup2":
-                return Path(parts[4])
-    return None
 
 
 def free_port(host="127.0.0.1"):
@@ -206,6 +199,9 @@ class World:
         root = cgroup2_root()
         if root is None:
             raise RuntimeError("no cgroup v2 hierarchy mounted")
+        problem = ensure_bpffs()
+        if problem:
+            raise RuntimeError(problem)
         self.cg_root = root
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)

@@ -3,7 +3,7 @@
  * l7fast data plane. One object, attached as:
  *
  *   l7_sockops      cgroup sockops: adopts client sockets of l7fast listeners
- *                   and backends' ends of pooled connections.
+ *                   and both ends of pooled upstream connections.
  *   l7_req_msg      SK_MSG on local client sockets: requests.
  *   l7_resp_msg     SK_MSG on local backends' sockets: responses.
  *   l7_req_skb      SK_SKB verdict on the daemon's accepted sockets of remote
@@ -31,12 +31,15 @@
 
 /* Load-time specialisation, set by the daemon through the skeleton. */
 const volatile __u32 cfg_trace = 0;          /* decision traces to the daemon */
+/* local clients' part of l7_conns, as an index mask (a smaller power of two
+ * only for the daemon's test fault map-full=N) */
+const volatile __u32 cfg_conns_local_mask = L7_CONNS_LOCAL - 1;
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* ---- shared helpers ------------------------------------------------------ */
 
-static __always_inline void l7_event(__u32 type, __u32 slot, const struct l7_conn_key *k)
+static __always_inline void l7_event(__u32 type, __u32 slot, __u32 conn, __u32 conn_gen)
 {
 	struct l7_event *e = bpf_ringbuf_reserve(&l7_events, sizeof(*e), 0);
 
@@ -44,13 +47,14 @@ static __always_inline void l7_event(__u32 type, __u32 slot, const struct l7_con
 		return;
 	e->type = type;
 	e->slot = slot;
-	__builtin_memcpy(&e->conn, k, sizeof(e->conn));
+	e->conn = conn;
+	e->conn_gen = conn_gen;
 	e->arg[0] = 0;
 	e->arg[1] = 0;
 	bpf_ringbuf_submit(e, 0);
 }
 
-static __always_inline void l7_trace_ev(__u32 code, const struct l7_conn_key *k, __u64 a, __u64 b)
+static __always_inline void l7_trace_ev(__u32 code, __u32 conn, __u64 a, __u64 b)
 {
 	struct l7_event *e = bpf_ringbuf_reserve(&l7_events, sizeof(*e), 0);
 
@@ -58,27 +62,19 @@ static __always_inline void l7_trace_ev(__u32 code, const struct l7_conn_key *k,
 		return;
 	e->type = L7_EV_TRACE;
 	e->slot = code;
-	__builtin_memcpy(&e->conn, k, sizeof(e->conn));
+	e->conn = conn;
+	e->conn_gen = 0;
 	e->arg[0] = a;
 	e->arg[1] = b;
 	bpf_ringbuf_submit(e, 0);
 }
 
 /* compiled out unless the daemon runs with --trace */
-#define L7_TRACE(code, key, a, b)                        \
+#define L7_TRACE(code, conn, a, b)                       \
 	do {                                             \
 		if (cfg_trace)                           \
-			l7_trace_ev(code, key, a, b);    \
+			l7_trace_ev(code, conn, a, b);   \
 	} while (0)
-
-static __always_inline int l7_to_user(struct l7_conn *c, __u32 reason)
-{
-	c->mode = L7_MODE_USER;
-	c->user_reason = reason;
-	l7_count(L7_C_REQ_USER);
-	l7_count(L7_C_REASON_BASE + reason);
-	return SK_PASS;
-}
 
 /*
  * SK_PASS for SK_MSG programs. Within one sendmsg the kernel re-runs the
@@ -87,10 +83,77 @@ static __always_inline int l7_to_user(struct l7_conn *c, __u32 reason)
  * plain SK_PASS there would follow the earlier redirect. A redirect to the
  * socket's own egress is what SK_PASS means, and replaces that target.
  */
-static __always_inline int l7_msg_pass(struct sk_msg_md *msg, void *self_map, const void *self_key)
+static __always_inline int l7_msg_pass(struct sk_msg_md *msg, void *self_map, __u32 self_idx)
 {
-	bpf_msg_redirect_hash(msg, self_map, (void *)self_key, 0);
+	bpf_msg_redirect_map(msg, self_map, self_idx, 0);
 	return SK_PASS;
+}
+
+/*
+ * Bytes of the client's request stream go to the slow path. The first
+ * hand-over since the kernel last took a request is counted with its
+ * reason; later ones (the rest of the exchange, pipelined requests behind
+ * it) are part of the same hand-over.
+ */
+static __always_inline void l7_passed(struct l7_conn *c, __u32 bytes, __u32 reason)
+{
+	c->pass_bytes += bytes;
+	if (c->mode == L7_MODE_USER)
+		return;
+	c->mode = L7_MODE_USER;
+	c->user_reason = reason;
+	l7_count(L7_C_REQ_USER);
+	l7_count(L7_C_REASON_BASE + reason);
+}
+
+/* Only the fields read here; CO-RE relocates them to the running kernel's
+ * struct tcp_sock. */
+struct tcp_sock___l7 {
+	__u32 copied_seq;
+	__u32 write_seq;
+	__u32 snd_una;
+	__u64 bytes_acked;
+} __attribute__((preserve_access_index));
+
+/*
+ * Whether the kernel may take the client's next request: the slow path has
+ * consumed, as answered requests, every byte the kernel passed to it, and
+ * its answers will reach the client before anything the kernel sends now.
+ * The daemon publishes u_consumed and u_bytes before it writes the last
+ * bytes of an answer, so the comparison is with the client socket's own
+ * sequence numbers:
+ *  - a local client reads kernel responses (socket to socket, its BPF
+ *    ingress queue) before the TCP bytes the daemon wrote, whatever their
+ *    order, so it must have read every byte the daemon wrote:
+ *    copied_seq - rcv_start >= u_bytes;
+ *  - a remote client gets both paths' bytes through the daemon's socket, in
+ *    the order they are queued, so the daemon's bytes must be queued: bytes
+ *    queued on that socket (write_seq - snd_una + bytes_acked) >= u_bytes
+ *    plus what the kernel queued itself (k_bytes).
+ * A client that does not pipeline sends its next request only after it has
+ * read the answer, so it always finds this true.
+ */
+static __always_inline int l7_caught_up(const struct l7_conn *c, const struct l7_conn_sync *sy,
+					struct bpf_sock *sk)
+{
+	struct tcp_sock___l7 *tp;
+	__u32 done;
+
+	if ((__u32)c->pass_bytes != sy->u_consumed)
+		return 0;
+	if (!sy->u_bytes)
+		return 1; /* the daemon never wrote to this client */
+	if (!sk)
+		return 0;
+	tp = (struct tcp_sock___l7 *)bpf_skc_to_tcp_sock(sk);
+	if (!tp)
+		return 0;
+	if (c->side == L7_SIDE_LOCAL) {
+		done = tp->copied_seq - c->rcv_start;
+		return (__s32)(done - sy->u_bytes) >= 0;
+	}
+	done = tp->write_seq - tp->snd_una + (__u32)tp->bytes_acked;
+	return (__s32)(done - (sy->u_bytes + (__u32)c->k_bytes)) >= 0;
 }
 
 static __always_inline struct l7_route_stats *l7_rstats(__u32 id)
@@ -122,40 +185,128 @@ static __always_inline void l7_watch_state(struct bpf_sock_ops *skops)
 	bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags | BPF_SOCK_OPS_STATE_CB_FLAG);
 }
 
+/* Marks an end of pooled connection `id` (l7_sk_refs). */
+static __always_inline void l7_mark_slot_end(struct bpf_sock_ops *skops, __u32 id)
+{
+	struct bpf_sock *sk = skops->sk;
+	struct l7_sk_ref *ref;
+
+	if (!sk)
+		return;
+	ref = bpf_sk_storage_get(&l7_sk_refs, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!ref)
+		return;
+	ref->kind = L7_REF_SLOT;
+	ref->idx = id;
+	ref->gen = 0;
+}
+
 /*
  * One end of a pooled upstream connection left ESTABLISHED: the backend
  * closed it (CLOSE_WAIT on the daemon's end, FIN_WAIT1 on a local backend's
  * end, both before the closing call returns on loopback) or it was reset.
  * An idle slot is retired at once, so no request is sent into a connection
  * the backend has given up; the daemon, woken by the event, closes it. A
- * slot in use keeps L7_SF_PEER_CLOSED: the slow path does not return it to
- * the pool and l7_claim_slot does not take it; a kernel exchange in flight
- * is the daemon's to judge (it sees the close and answers 502).
+ * slot in use keeps L7_SF_PEER_CLOSED: l7_claim_slot does not take it again,
+ * and a kernel exchange in flight is the daemon's to judge (it sees the
+ * close and answers 502).
  */
 static __always_inline void l7_upstream_left_established(struct bpf_sock_ops *skops)
 {
-	struct l7_conn_key k;
+	struct bpf_sock *sk = skops->sk;
+	struct l7_sk_ref *ref;
 	struct l7_slot *s;
-	__u32 *sid, id;
+	__u64 *st;
+	__u32 id;
 
-	L7_KEY_FROM_CTX(&k, skops, 1); /* the daemon's end */
-	sid = bpf_map_lookup_elem(&l7_slot_by_tuple, &k);
-	if (!sid) {
-		L7_KEY_FROM_CTX(&k, skops, 0); /* a local backend's end */
-		sid = bpf_map_lookup_elem(&l7_slot_by_tuple, &k);
-		if (!sid)
-			return; /* retired already: the daemon unregisters first */
-	}
-	id = *sid;
-	s = bpf_map_lookup_elem(&l7_slots, &id);
-	if (!s)
+	if (!sk)
 		return;
-	/* first the flag, for a slot the slow path holds now and returns to the
-	 * pool later (neither it nor l7_claim_slot hands it out again) */
+	ref = bpf_sk_storage_get(&l7_sk_refs, sk, 0, 0);
+	if (!ref || ref->kind != L7_REF_SLOT)
+		return;
+	id = ref->idx;
+	s = bpf_map_lookup_elem(&l7_slots, &id);
+	st = bpf_map_lookup_elem(&l7_slot_state, &id);
+	if (!s || !st)
+		return;
+	/* first the flag, for a slot in use now and idle later (l7_claim_slot
+	 * never hands it out again) */
 	__sync_fetch_and_or(&s->flags, L7_SF_PEER_CLOSED);
-	if (__sync_val_compare_and_swap(&s->state, L7_SLOT_IDLE, L7_SLOT_DEAD) == L7_SLOT_IDLE) {
-		l7_event(L7_EV_SLOT_DEAD, id, &k);
+	if (__sync_val_compare_and_swap(st, L7_SLOT_IDLE, L7_SLOT_DEAD) == L7_SLOT_IDLE) {
+		l7_event(L7_EV_SLOT_DEAD, id, L7_NO_CONN, 0);
 		l7_count(L7_C_UPSTREAM_CLOSED);
+	}
+}
+
+/* A free l7_conns entry for a local client (lower half), or L7_NO_CONN. */
+static __always_inline __u32 l7_conn_alloc_local(void)
+{
+	__u32 start = bpf_get_prandom_u32(), i;
+
+	for (i = 0; i < L7_CONN_PROBES; i++) {
+		__u32 idx = (start + i) & cfg_conns_local_mask & (L7_CONNS_LOCAL - 1);
+		struct l7_conn *c = bpf_map_lookup_elem(&l7_conns, &idx);
+
+		if (c && c->state == L7_CONN_FREE &&
+		    __sync_val_compare_and_swap(&c->state, L7_CONN_FREE, L7_CONN_USED) == L7_CONN_FREE)
+			return idx;
+	}
+	return L7_NO_CONN;
+}
+
+/*
+ * A local client's socket is established toward an l7fast listener: its
+ * connection entry, its reference (sk_storage) and, last, its place in
+ * l7_sk_client, which is what makes l7_req_msg run on its sends.
+ */
+static __always_inline void l7_adopt_client(struct bpf_sock_ops *skops, const struct l7_conn_key *k,
+					    __u32 listener_id)
+{
+	struct bpf_sock *sk = skops->sk;
+	struct l7_conn_sync *sy;
+	struct l7_sk_ref *ref, r = {};
+	struct l7_conn *c;
+	__u32 idx;
+
+	if (!sk)
+		return;
+	idx = l7_conn_alloc_local();
+	if (idx == L7_NO_CONN) {
+		l7_count(L7_C_REASON_BASE + L7_R_NO_CONN);
+		return;
+	}
+	c = bpf_map_lookup_elem(&l7_conns, &idx);
+	sy = bpf_map_lookup_elem(&l7_conn_sync, &idx);
+	ref = bpf_sk_storage_get(&l7_sk_refs, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!c || !sy || !ref) {
+		if (c)
+			c->state = L7_CONN_FREE;
+		return;
+	}
+	c->gen++;
+	__builtin_memcpy(&c->key, k, sizeof(c->key));
+	c->listener_id = listener_id;
+	c->mode = L7_MODE_KERNEL;
+	c->side = L7_SIDE_LOCAL;
+	c->user_reason = 0;
+	c->rcv_start = skops->rcv_nxt;
+	c->last_slot = L7_NO_SLOT;
+	c->k_requests = 0;
+	c->pass_bytes = 0;
+	c->k_bytes = 0;
+	sy->u_consumed = 0;
+	sy->u_bytes = 0;
+	sy->k_busy = 0;
+	sy->gen = c->gen;
+	r.kind = L7_REF_CLIENT;
+	r.idx = idx;
+	r.gen = c->gen;
+	*ref = r;
+	if (bpf_map_update_elem(&l7_conn_by_tuple, k, &r, BPF_ANY) ||
+	    bpf_sock_map_update(skops, &l7_sk_client, &idx, BPF_ANY)) {
+		bpf_map_delete_elem(&l7_conn_by_tuple, k);
+		ref->kind = L7_REF_NONE;
+		c->state = L7_CONN_FREE;
 	}
 }
 
@@ -167,28 +318,24 @@ int l7_sockops(struct bpf_sock_ops *skops)
 
 	if (op == BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB) {
 		struct l7_config *cfg = l7_cfg();
-		struct l7_conn c = {};
 		struct l7_listener *l;
+		__u32 *sid;
 
 		if (!cfg || !(cfg->flags & L7_CF_ENABLED))
 			return 1;
 		L7_KEY_FROM_CTX(&k, skops, 1);
 		l = l7_find_listener(&k);
-		if (!l) {
-			/* the daemon's own connection to an upstream (registered
-			 * before connecting when it is a pool slot) */
-			if (bpf_map_lookup_elem(&l7_slot_by_tuple, &k))
-				l7_watch_state(skops);
+		if (l) {
+			l7_adopt_client(skops, &k, l->id);
 			return 1;
 		}
-		c.listener_id = l->id;
-		c.mode = L7_MODE_KERNEL;
-		c.side = L7_SIDE_LOCAL;
-		c.rcv_start = skops->rcv_nxt;
-		if (bpf_map_update_elem(&l7_conns, &k, &c, BPF_ANY))
-			return 1;
-		if (bpf_sock_hash_update(skops, &l7_sk_client, &k, BPF_ANY))
-			bpf_map_delete_elem(&l7_conns, &k);
+		/* the daemon's own connection to an upstream (registered
+		 * before connecting when it is a pool slot) */
+		sid = bpf_map_lookup_elem(&l7_slot_by_tuple, &k);
+		if (sid) {
+			l7_mark_slot_end(skops, *sid);
+			l7_watch_state(skops);
+		}
 	} else if (op == BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB) {
 		struct l7_slot *s;
 		__u32 *sid, id;
@@ -198,7 +345,8 @@ int l7_sockops(struct bpf_sock_ops *skops)
 		if (!sid)
 			return 1;
 		id = *sid;
-		if (bpf_sock_hash_update(skops, &l7_sk_backend, &id, BPF_ANY))
+		l7_mark_slot_end(skops, id);
+		if (bpf_sock_map_update(skops, &l7_sk_backend, &id, BPF_ANY))
 			return 1;
 		l7_watch_state(skops);
 		s = bpf_map_lookup_elem(&l7_slots, &id);
@@ -215,9 +363,7 @@ int l7_sockops(struct bpf_sock_ops *skops)
 
 enum l7_decision_kind {
 	L7_D_KERNEL = 0,    /* forward on the slot */
-	L7_D_PASS_REQ = 1,  /* this request to the slow path */
-	L7_D_PASS_CONN = 2, /* this and everything after it to the slow path */
-	L7_D_MORE = 3,      /* header block incomplete */
+	L7_D_PASS = 1,      /* to the slow path (the reason says why) */
 };
 
 /*
@@ -245,25 +391,23 @@ __noinline int l7_g_match(struct l7_scratch *s, struct l7_config *cfg, __u32 gen
 
 /* Parses the request in scratch and decides where it goes (s->dec). */
 __noinline int l7_g_decide(struct l7_scratch *s, __u32 n, struct l7_conn *c,
-			   struct l7_conn_key *key, struct l7_config *cfg)
+			   struct l7_config *cfg)
 {
 	struct l7_decision *d;
-	struct l7_conn_user *u;
 	struct l7_route *r;
 	struct l7_msg *m;
 	__u32 gen, rk;
 	long pool;
 	int r_idx, st;
 
-	if (!s || !c || !key || !cfg)
+	if (!s || !c || !cfg)
 		return -1;
 	d = &s->dec;
 	m = &s->ws.msg;
 	__builtin_memset(d, 0, sizeof(*d));
-	d->kind = L7_D_PASS_CONN;
+	d->kind = L7_D_PASS;
 	st = l7_g_parse(s, n, 1);
 	if (st == L7_P_MORE) {
-		d->kind = L7_D_MORE;
 		d->reason = n >= L7_SCRATCH_SIZE ? L7_R_TOO_BIG : L7_R_INCOMPLETE;
 		return 0;
 	}
@@ -283,8 +427,6 @@ __noinline int l7_g_decide(struct l7_scratch *s, __u32 n, struct l7_conn *c,
 		return 0;
 	}
 	d->total = m->hdr_len + (m->body_kind == L7_BODY_LENGTH ? m->content_length : 0);
-
-	d->kind = L7_D_PASS_REQ;
 	/* Bulk uploads stream through the slow path, which has back-pressure:
 	 * socket-to-socket ingress has none, and a redirect to another socket's
 	 * egress can be cut short by a non-blocking sender, after which the
@@ -296,18 +438,6 @@ __noinline int l7_g_decide(struct l7_scratch *s, __u32 n, struct l7_conn *c,
 	/* the tables match raw bytes: only a normal-form path is matched here */
 	if (m->flags & L7_MF_PATH_NOT_NORMAL) {
 		d->reason = L7_R_PATH;
-		return 0;
-	}
-	u = bpf_map_lookup_elem(&l7_conn_user, key);
-	if (c->u_sent != (u ? u->u_done : 0)) {
-		d->reason = L7_R_USER_PENDING;
-		return 0;
-	}
-	/* a local client reads its BPF ingress queue first: the daemon's bytes
-	 * it has not read yet would come after this request's response */
-	if (u && u->u_bytes && c->side == L7_SIDE_LOCAL &&
-	    (!s->client_read_known || (__s32)(s->client_read - (__u32)u->u_bytes) < 0)) {
-		d->reason = L7_R_USER_PENDING;
 		return 0;
 	}
 	gen = cfg->active_gen & 1;
@@ -346,12 +476,12 @@ __noinline int l7_g_decide(struct l7_scratch *s, __u32 n, struct l7_conn *c,
 		d->reason = L7_R_RBAC_DENY;
 		return 0;
 	}
-	pool = l7_pick_pool(r, gen, s, key);
+	pool = l7_pick_pool(r, gen, s, &c->key);
 	if (pool < 0) {
 		d->reason = L7_R_POOL_MISS;
 		return 0;
 	}
-	d->slot = l7_claim_slot((__u32)pool);
+	d->slot = l7_g_claim(s, c, (__u32)pool);
 	if (d->slot == L7_NO_SLOT) {
 		d->reason = L7_R_POOL_MISS;
 		return 0;
@@ -360,15 +490,28 @@ __noinline int l7_g_decide(struct l7_scratch *s, __u32 n, struct l7_conn *c,
 	return 0;
 }
 
-static __always_inline struct l7_slot *l7_slot_begin(struct l7_decision *d,
-						     const struct l7_conn_key *key, __u32 local)
+/* A claimed slot that is not used after all goes back to the pool. */
+static __always_inline void l7_slot_unclaim(__u32 id)
+{
+	__u64 *st = bpf_map_lookup_elem(&l7_slot_state, &id);
+	struct l7_slot *s = bpf_map_lookup_elem(&l7_slots, &id);
+
+	if (!st || !s)
+		return;
+	*st = L7_SLOT_IDLE;
+	l7_pool_mark_idle(s, id);
+}
+
+static __always_inline struct l7_slot *l7_slot_begin(struct l7_decision *d, const struct l7_sk_ref *cref,
+						     __u32 local)
 {
 	struct l7_slot *slot = bpf_map_lookup_elem(&l7_slots, &d->slot);
 
 	if (!slot)
 		return 0;
-	__builtin_memcpy(&slot->client, key, sizeof(slot->client));
-	slot->client_local = local;
+	slot->client = cref->idx;
+	slot->client_gen = cref->gen;
+	slot->client_local = (__u16)local;
 	slot->stats_id = d->stats_id;
 	slot->req_start_ns = bpf_ktime_get_ns();
 	slot->uses++;
@@ -378,11 +521,12 @@ static __always_inline struct l7_slot *l7_slot_begin(struct l7_decision *d,
 	return slot;
 }
 
-static __always_inline void l7_kernel_accounted(struct l7_conn *c, struct l7_decision *d)
+static __always_inline void l7_kernel_accounted(struct l7_conn *c, struct l7_conn_sync *sy,
+						struct l7_decision *d)
 {
 	struct l7_route_stats *rs = l7_rstats(d->stats_id);
 
-	c->k_outstanding = 1;
+	sy->k_busy = 1;
 	c->k_requests++;
 	if (rs) {
 		rs->requests_kernel++;
@@ -391,63 +535,63 @@ static __always_inline void l7_kernel_accounted(struct l7_conn *c, struct l7_dec
 	l7_count(L7_C_REQ_KERNEL);
 }
 
-#define l7_slot_kill(slot, id, k)                                     \
+#define l7_slot_kill(id, conn)                                        \
 	do {                                                          \
-		L7_TRACE(L7_T_KILL, k, id, __LINE__);                 \
-		l7_slot_kill_(slot, id, k);                           \
+		L7_TRACE(L7_T_KILL, conn, id, __LINE__);              \
+		l7_slot_kill_(id, conn);                              \
 	} while (0)
 
-static __always_inline void l7_slot_kill_(struct l7_slot *slot, __u32 id,
-					  const struct l7_conn_key *k)
+static __always_inline void l7_slot_kill_(__u32 id, __u32 conn)
 {
-	slot->state = L7_SLOT_DEAD;
-	l7_event(L7_EV_SLOT_DEAD, id, k);
+	__u64 *st = bpf_map_lookup_elem(&l7_slot_state, &id);
+
+	if (st)
+		*st = L7_SLOT_DEAD;
+	l7_event(L7_EV_SLOT_DEAD, id, conn, 0);
 }
 
 /* ---- requests from local clients (SK_MSG) --------------------------------- */
 
-/* A request from a local client, with scratch held by the caller. */
+/* A request from a local client, decided in s->dec. */
 static __always_inline int l7_req_msg_decided(struct sk_msg_md *msg, struct l7_scratch *s,
-					      struct l7_conn *c, const struct l7_conn_key *key,
-					      struct l7_config *cfg, __u32 size)
+					      struct l7_conn *c, struct l7_conn_sync *sy,
+					      const struct l7_sk_ref *cref, __u32 size)
 {
 	struct l7_decision *d = &s->dec;
+	__u32 idx = cref->idx;
 	struct l7_slot *slot;
 	int ingress, v;
 
-	L7_TRACE(L7_T_REQ, key, d->kind, d->reason);
-	/* A head split over several writes goes to the slow path. Not corked:
-	 * on 6.18 a message passed after corking loses the sender's next write
-	 * (the drained cork buffer stays attached and is reused). */
-	if (d->kind == L7_D_MORE)
-		return l7_to_user(c, d->reason), l7_msg_pass(msg, &l7_sk_client, key);
-
+	L7_TRACE(L7_T_REQ, idx, d->kind, d->reason);
 	if (d->kind == L7_D_KERNEL) {
-		slot = l7_slot_begin(d, key, 1);
-		if (!slot)
-			return l7_to_user(c, L7_R_REDIRECT), l7_msg_pass(msg, &l7_sk_client, key);
+		slot = l7_slot_begin(d, cref, 1);
+		if (!slot) {
+			d->kind = L7_D_PASS;
+			d->reason = L7_R_REDIRECT;
+			goto pass;
+		}
 		/* Socket to socket is all-or-nothing per message. Over TCP (a
 		 * backend on another host) only a request this message holds
 		 * whole: a partial push would be re-sent by the client. */
 		ingress = !!(slot->flags & L7_SF_BACKEND_LOCAL);
 		if (!ingress && d->total > size) {
-			slot->state = L7_SLOT_IDLE;
-			d->kind = L7_D_PASS_REQ;
+			l7_slot_unclaim(d->slot);
+			d->kind = L7_D_PASS;
 			d->reason = L7_R_TOO_BIG;
 		} else if ((d->route_flags & L7_RF_MUTATE) && d->total < size) {
 			/* a rewritten request followed by more bytes in the same
 			 * message: the slow path frames that */
-			slot->state = L7_SLOT_IDLE;
-			d->kind = L7_D_PASS_REQ;
+			l7_slot_unclaim(d->slot);
+			d->kind = L7_D_PASS;
 			d->reason = L7_R_MUTATION;
 		} else {
 			long delta = 0;
 
 			if (ingress)
-				v = bpf_msg_redirect_hash(msg, &l7_sk_backend, &d->slot, BPF_F_INGRESS);
+				v = bpf_msg_redirect_map(msg, &l7_sk_backend, d->slot, BPF_F_INGRESS);
 			else
-				v = bpf_msg_redirect_hash(msg, &l7_sk_upstream, &d->slot, 0);
-			L7_TRACE(L7_T_REQ_REDIRECT, key, d->slot, ((__u64)ingress << 32) | (__u32)v);
+				v = bpf_msg_redirect_map(msg, &l7_sk_upstream, d->slot, 0);
+			L7_TRACE(L7_T_REQ_REDIRECT, idx, d->slot, ((__u64)ingress << 32) | (__u32)v);
 			/* rewritten only once the redirect is certain: a request
 			 * the slow path takes must reach it as the client sent it */
 			if (v == SK_PASS && (d->route_flags & L7_RF_MUTATE)) {
@@ -457,102 +601,90 @@ static __always_inline int l7_req_msg_decided(struct sk_msg_md *msg, struct l7_s
 
 				if (mr == L7_MUT_BROKEN) {
 					/* half-rewritten: neither path may send it */
-					slot->state = L7_SLOT_IDLE;
-					l7_event(L7_EV_CLOSE_CLIENT, d->slot, key);
+					l7_slot_unclaim(d->slot);
+					l7_event(L7_EV_CLOSE_CLIENT, d->slot, idx, cref->gen);
 					l7_count(L7_C_CONN_CLOSE);
-					l7_to_user(c, L7_R_MUTATION);
+					l7_passed(c, size, L7_R_MUTATION);
 					return SK_DROP;
 				}
 				if (mr != L7_MUT_DONE) {
 					/* untouched: the pass below replaces the redirect */
-					slot->state = L7_SLOT_IDLE;
-					d->kind = L7_D_PASS_REQ;
+					l7_slot_unclaim(d->slot);
+					d->kind = L7_D_PASS;
 					d->reason = L7_R_MUTATION;
 				}
 			}
 			if (v == SK_PASS && d->kind == L7_D_KERNEL) {
-				l7_kernel_accounted(c, d);
+				l7_kernel_accounted(c, sy, d);
 				/* the verdict covers the request as rewritten */
 				if (d->total != size)
 					bpf_msg_apply_bytes(msg, (__u32)((long)d->total + delta));
 				return SK_PASS;
 			}
-			if (d->kind != L7_D_PASS_REQ) {
-				l7_slot_kill(slot, d->slot, key);
-				d->kind = L7_D_PASS_REQ;
+			if (d->kind == L7_D_KERNEL) {
+				l7_slot_kill(d->slot, idx);
+				d->kind = L7_D_PASS;
 				d->reason = L7_R_REDIRECT;
 			}
 		}
 	}
-
-	if (d->kind == L7_D_PASS_REQ && d->body_kind != L7_BODY_CHUNKED) {
-		c->u_sent++;
-		l7_count(L7_C_REQ_USER);
-		l7_count(L7_C_REASON_BASE + d->reason);
-		if (d->total != size)
-			bpf_msg_apply_bytes(msg, (__u32)d->total);
-		return l7_msg_pass(msg, &l7_sk_client, key);
-	}
-	return l7_to_user(c, d->reason), l7_msg_pass(msg, &l7_sk_client, key);
-}
-
-/* Only the field read here; CO-RE relocates it to the running kernel's
- * struct tcp_sock. */
-struct tcp_sock___l7 {
-	__u32 copied_seq;
-} __attribute__((preserve_access_index));
-
-/* How far the client has read its socket's TCP stream (the bytes the daemon
- * wrote to it), for l7_g_decide. */
-static __always_inline void l7_client_read(struct sk_msg_md *msg, struct l7_conn *c,
-					   struct l7_scratch *s)
-{
-	struct bpf_sock *sk = msg->sk;
-	struct tcp_sock___l7 *tp;
-
-	s->client_read_known = 0;
-	if (!sk)
-		return;
-	tp = (struct tcp_sock___l7 *)bpf_skc_to_tcp_sock(sk);
-	if (!tp)
-		return;
-	s->client_read = tp->copied_seq - c->rcv_start;
-	s->client_read_known = 1;
+pass:
+	/* the whole message: the slow path frames it, and the kernel takes
+	 * the connection back once the daemon has answered it all */
+	l7_passed(c, size, d->reason);
+	return l7_msg_pass(msg, &l7_sk_client, idx);
 }
 
 SEC("sk_msg")
 int l7_req_msg(struct sk_msg_md *msg)
 {
-	struct l7_conn_key key;
+	struct l7_conn_sync *sy = 0;
+	struct l7_sk_ref *ref;
 	struct l7_scratch *s;
 	struct l7_config *cfg;
 	struct l7_conn *c;
-	__u32 size = msg->size;
+	__u32 size = msg->size, idx;
 	long n;
 	int v;
 
-	L7_KEY_FROM_CTX(&key, msg, 1);
-	c = bpf_map_lookup_elem(&l7_conns, &key);
-	if (!c) {
+	if (!msg->sk)
+		return SK_PASS;
+	ref = bpf_sk_storage_get(&l7_sk_refs, msg->sk, 0, 0);
+	c = l7_conn_of(ref, &sy);
+	if (!c || !ref) {
 		l7_count(L7_C_REASON_BASE + L7_R_NO_CONN);
-		return SK_PASS; /* not ours: never redirected */
+		return ref ? l7_msg_pass(msg, &l7_sk_client, ref->idx) : SK_PASS;
 	}
-	if (c->mode == L7_MODE_USER)
-		return l7_msg_pass(msg, &l7_sk_client, &key);
-	if (c->k_outstanding)
-		return l7_to_user(c, L7_R_PIPELINED), l7_msg_pass(msg, &l7_sk_client, &key);
+	idx = ref->idx;
+	if (sy->k_busy) {
+		l7_passed(c, size, L7_R_PIPELINED);
+		return l7_msg_pass(msg, &l7_sk_client, idx);
+	}
+	if (!l7_caught_up(c, sy, msg->sk)) {
+		l7_passed(c, size, L7_R_USER_PENDING);
+		return l7_msg_pass(msg, &l7_sk_client, idx);
+	}
+	if (c->mode == L7_MODE_USER) {
+		c->mode = L7_MODE_KERNEL;
+		l7_count(L7_C_HANDED_BACK);
+	}
 	cfg = l7_cfg();
-	if (!cfg || !(cfg->flags & L7_CF_ENABLED))
-		return l7_to_user(c, L7_R_DISABLED), l7_msg_pass(msg, &l7_sk_client, &key);
+	if (!cfg || !(cfg->flags & L7_CF_ENABLED)) {
+		l7_passed(c, size, L7_R_DISABLED);
+		return l7_msg_pass(msg, &l7_sk_client, idx);
+	}
 	s = l7_scratch_get();
-	if (!s)
-		return l7_to_user(c, L7_R_UNSUPPORTED), l7_msg_pass(msg, &l7_sk_client, &key);
-	l7_client_read(msg, c, s);
+	if (!s) {
+		l7_passed(c, size, L7_R_UNSUPPORTED);
+		return l7_msg_pass(msg, &l7_sk_client, idx);
+	}
 	n = l7_copy_msg(msg, s, 0, size);
-	if (n <= 0 || l7_g_decide(s, (__u32)n, c, &key, cfg))
-		v = l7_to_user(c, L7_R_INCOMPLETE), l7_msg_pass(msg, &l7_sk_client, &key);
-	else
-		v = l7_req_msg_decided(msg, s, c, &key, cfg, size);
+	if (n <= 0 || l7_g_decide(s, (__u32)n, c, cfg)) {
+		l7_passed(c, size, L7_R_INCOMPLETE);
+		v = l7_msg_pass(msg, &l7_sk_client, idx);
+	} else {
+		v = l7_req_msg_decided(msg, s, c, sy, ref, size);
+	}
 	l7_scratch_put(s);
 	return v;
 }
@@ -594,60 +726,69 @@ static __always_inline void l7_access_event(struct l7_slot *slot, __u64 latency)
 		return;
 	e->type = L7_EV_ACCESS;
 	e->slot = (slot->stats_id & 0xffff) | ((__u32)slot->resp.status << 16);
-	__builtin_memcpy(&e->conn, &slot->client, sizeof(e->conn));
+	e->conn = slot->client;
+	e->conn_gen = slot->client_gen;
 	e->arg[0] = slot->resp.bytes;
 	e->arg[1] = latency;
 	bpf_ringbuf_submit(e, 0);
 }
 
-static __always_inline void l7_resp_complete(struct l7_slot *slot, __u32 id, __u32 extra)
+/* The client connection of the exchange on `slot`, if still the same. */
+static __always_inline struct l7_conn *l7_slot_client(const struct l7_slot *slot,
+						      struct l7_conn_sync **sy)
 {
-	struct l7_conn *c = bpf_map_lookup_elem(&l7_conns, &slot->client);
+	struct l7_sk_ref r = {};
+
+	r.kind = L7_REF_CLIENT;
+	r.idx = slot->client;
+	r.gen = slot->client_gen;
+	return l7_conn_of(&r, sy);
+}
+
+static __always_inline void l7_resp_complete(struct l7_slot *slot, __u64 *st, __u32 id,
+					     struct l7_conn_sync *sy, __u32 extra)
+{
 	struct l7_route_stats *rs = l7_rstats(slot->stats_id);
 	__u64 latency = bpf_ktime_get_ns() - slot->req_start_ns;
 	struct l7_pool_stats *ps;
-	__u16 st = slot->resp.status;
+	__u16 code = slot->resp.status;
 	__u32 pool = slot->pool_id;
 
-	if (c)
-		c->k_outstanding = 0;
+	if (sy)
+		sy->k_busy = 0;
 	if (rs) {
-		rs->status[l7_status_class(st)]++;
+		rs->status[l7_status_class(code)]++;
 		rs->bytes_out += slot->resp.bytes;
 		rs->latency[l7_lat_bucket(latency) & (L7_LAT_BUCKETS - 1)]++;
 	}
 	ps = bpf_map_lookup_elem(&l7_pool_stats, &pool);
 	if (ps) {
 		ps->responses++;
-		ps->status[l7_status_class(st)]++;
+		ps->status[l7_status_class(code)]++;
 		ps->bytes_out += slot->resp.bytes;
 		ps->latency[l7_lat_bucket(latency) & (L7_LAT_BUCKETS - 1)]++;
 	}
 	l7_count(L7_C_RESP_KERNEL);
 	l7_access_event(slot, latency);
 	if (slot->resp.close_after) {
-		l7_event(L7_EV_CLOSE_CLIENT, id, &slot->client);
+		l7_event(L7_EV_CLOSE_CLIENT, id, slot->client, slot->client_gen);
 		l7_count(L7_C_CONN_CLOSE);
 	}
-	if (slot->resp.close_after || extra)
-		l7_slot_kill(slot, id, &slot->client);
-	else
-		slot->state = L7_SLOT_IDLE;
+	if (slot->resp.close_after || extra) {
+		l7_slot_kill(id, slot->client);
+	} else {
+		*st = L7_SLOT_IDLE;
+		l7_pool_mark_idle(slot, id);
+	}
 }
 
-static __always_inline void l7_relay(struct l7_slot *slot, __u32 id)
+static __always_inline void l7_relay(struct l7_slot *slot, __u64 *st, __u32 id)
 {
-	if (__sync_val_compare_and_swap(&slot->state, L7_SLOT_KBUSY, L7_SLOT_RELAY) ==
-	    L7_SLOT_KBUSY)
-		l7_event(L7_EV_RELAY, id, &slot->client);
+	if (__sync_val_compare_and_swap(st, L7_SLOT_KBUSY, L7_SLOT_RELAY) == L7_SLOT_KBUSY)
+		l7_event(L7_EV_RELAY, id, slot->client, slot->client_gen);
 	l7_count(L7_C_RESP_RELAY);
 }
 
-/*
- * Frames the response bytes of one message: interim 1xx heads, the final
- * head, and as much body as the message holds. Generated for SK_MSG and
- * SK_SKB from their copy/framer functions.
- */
 #define L7_DEFINE_RESP_STEP(name, ctx_t, copy, frame, can_split)                              \
 	static __always_inline void name(ctx_t *ctx, struct l7_slot *slot,                    \
 					 struct l7_scratch *s, __u32 size, __u32 budget,      \
@@ -748,15 +889,15 @@ L7_DEFINE_RESP_STEP(l7_resp_step_skb, struct __sk_buff, l7_copy_skb, l7_frame_sk
 static __always_inline int l7_resp_redirect_msg(struct sk_msg_md *msg, struct l7_slot *slot)
 {
 	if (!slot->client_local)
-		return bpf_msg_redirect_hash(msg, &l7_sk_remote, &slot->client, 0);
-	return bpf_msg_redirect_hash(msg, &l7_sk_client, &slot->client, BPF_F_INGRESS);
+		return bpf_msg_redirect_map(msg, &l7_sk_remote, slot->client, 0);
+	return bpf_msg_redirect_map(msg, &l7_sk_client, slot->client, BPF_F_INGRESS);
 }
 
 static __always_inline int l7_resp_redirect_skb(struct __sk_buff *skb, struct l7_slot *slot)
 {
 	if (!slot->client_local)
-		return bpf_sk_redirect_hash(skb, &l7_sk_remote, &slot->client, 0);
-	return bpf_sk_redirect_hash(skb, &l7_sk_client, &slot->client, BPF_F_INGRESS);
+		return bpf_sk_redirect_map(skb, &l7_sk_remote, slot->client, 0);
+	return bpf_sk_redirect_map(skb, &l7_sk_client, slot->client, BPF_F_INGRESS);
 }
 
 /* A response that would outgrow the ingress budget is handed to the
@@ -772,34 +913,20 @@ static __always_inline int l7_resp_over_budget(struct l7_slot *slot, __u32 size)
 	return 1;
 }
 
-/*
- * The client's connection went to user mode while its response is in flight
- * (it pipelined a request the slow path now answers): the rest of the
- * response is relayed through the daemon, which then writes its own answer
- * behind it. Redirected bytes could overtake it otherwise: the program marks
- * the response complete before the kernel delivers the redirect, which for
- * SK_SKB happens later, in the psock backlog worker.
- */
-static __always_inline int l7_client_in_user_mode(const struct l7_slot *slot)
+/* The busy slot a pooled connection's end belongs to (ref: its reference);
+ * *id is its slot (L7_NO_SLOT when the socket is not pooled) even when the
+ * slot is not busy. */
+static __always_inline struct l7_slot *l7_slot_of(const struct l7_sk_ref *ref, __u32 *id, __u64 **st)
 {
-	struct l7_conn *c = bpf_map_lookup_elem(&l7_conns, &slot->client);
-
-	return c && c->mode == L7_MODE_USER;
-}
-
-/* The busy slot of a pooled connection; *id is its slot (L7_NO_SLOT when
- * the connection is not pooled) even when the slot is not busy. */
-static __always_inline struct l7_slot *l7_slot_of(const struct l7_conn_key *k, __u32 *id)
-{
-	__u32 *sid = bpf_map_lookup_elem(&l7_slot_by_tuple, k);
 	struct l7_slot *slot;
 
 	*id = L7_NO_SLOT;
-	if (!sid)
+	if (!ref || ref->kind != L7_REF_SLOT)
 		return 0;
-	*id = *sid;
+	*id = ref->idx;
+	*st = bpf_map_lookup_elem(&l7_slot_state, id);
 	slot = bpf_map_lookup_elem(&l7_slots, id);
-	if (!slot || slot->state != L7_SLOT_KBUSY)
+	if (!slot || !*st || **st != L7_SLOT_KBUSY)
 		return 0;
 	return slot;
 }
@@ -808,70 +935,98 @@ static __always_inline struct l7_slot *l7_slot_of(const struct l7_conn_key *k, _
 SEC("sk_msg")
 int l7_resp_msg(struct sk_msg_md *msg)
 {
+	struct l7_conn_sync *sy = 0;
 	struct l7_resp_step o = {};
 	struct l7_scratch *s = 0;
-	struct l7_conn_key key;
+	struct l7_sk_ref *ref;
 	struct l7_slot *slot;
+	struct l7_conn *c;
 	__u32 id, size = msg->size;
+	__u64 *st = 0;
 	int v;
 
-	L7_KEY_FROM_CTX(&key, msg, 0);
-	slot = l7_slot_of(&key, &id);
-	if (!slot)
-		return id == L7_NO_SLOT ? SK_PASS : l7_msg_pass(msg, &l7_sk_backend, &id);
-	if (l7_resp_over_budget(slot, size) || l7_client_in_user_mode(slot)) {
-		l7_relay(slot, id);
-		return l7_msg_pass(msg, &l7_sk_backend, &id);
+	if (!msg->sk)
+		return SK_PASS;
+	ref = bpf_sk_storage_get(&l7_sk_refs, msg->sk, 0, 0);
+	slot = l7_slot_of(ref, &id, &st);
+	if (!slot || !st)
+		return id == L7_NO_SLOT ? SK_PASS : l7_msg_pass(msg, &l7_sk_backend, id);
+	/*
+	 * The client went to the slow path while this response is in flight
+	 * (it pipelined a request the daemon now answers): the rest of the
+	 * response is relayed through the daemon, which then writes its own
+	 * answer behind it. Redirected bytes could overtake it otherwise: the
+	 * program marks the response complete before the kernel delivers the
+	 * redirect, and a local client reads its ingress queue first.
+	 */
+	c = l7_slot_client(slot, &sy);
+	if (!c || c->mode == L7_MODE_USER || l7_resp_over_budget(slot, size)) {
+		l7_relay(slot, st, id);
+		return l7_msg_pass(msg, &l7_sk_backend, id);
 	}
 	if (slot->resp.phase == L7_RESP_START || slot->resp.body.kind == L7_BODY_CHUNKED)
 		s = l7_scratch_get();
 	l7_resp_step_msg(msg, slot, s, size, 0, &o);
 	if (s)
 		l7_scratch_put(s);
-	L7_TRACE(L7_T_RESP, &slot->client, o.outcome, o.pos | ((__u64)o.done << 32));
+	L7_TRACE(L7_T_RESP, slot->client, o.outcome, o.pos | ((__u64)o.done << 32));
 
 	switch (o.outcome) {
 	case L7_O_RELAY:
-		l7_relay(slot, id);
-		return l7_msg_pass(msg, &l7_sk_backend, &id);
+		l7_relay(slot, st, id);
+		return l7_msg_pass(msg, &l7_sk_backend, id);
 	case L7_O_KILL:
-		l7_event(L7_EV_CLOSE_CLIENT, id, &slot->client);
-		l7_slot_kill(slot, id, &slot->client);
-		return l7_msg_pass(msg, &l7_sk_backend, &id);
+		l7_event(L7_EV_CLOSE_CLIENT, id, slot->client, slot->client_gen);
+		l7_slot_kill(id, slot->client);
+		return l7_msg_pass(msg, &l7_sk_backend, id);
 	}
 	v = l7_resp_redirect_msg(msg, slot);
-	L7_TRACE(L7_T_RESP_REDIRECT, &slot->client, (__u32)v, o.pos);
+	L7_TRACE(L7_T_RESP_REDIRECT, slot->client, (__u32)v, o.pos);
 	if (v != SK_PASS) {
 		/* the client is gone: the daemon drains and closes this socket */
-		l7_slot_kill(slot, id, &slot->client);
-		return l7_msg_pass(msg, &l7_sk_backend, &id);
+		l7_slot_kill(id, slot->client);
+		return l7_msg_pass(msg, &l7_sk_backend, id);
 	}
 	slot->resp.bytes += o.pos;
+	if (!slot->client_local)
+		c->k_bytes += o.pos;
 	if (o.done)
-		l7_resp_complete(slot, id, o.extra);
+		l7_resp_complete(slot, st, id, sy, o.extra);
 	if (o.pos < size)
 		bpf_msg_apply_bytes(msg, o.pos);
 	return SK_PASS;
+}
+
+/* The reference of one of the daemon's own sockets (l7_ref_by_cookie). */
+static __always_inline struct l7_sk_ref *l7_skb_ref(struct __sk_buff *skb)
+{
+	__u64 cookie = bpf_get_socket_cookie(skb);
+
+	return bpf_map_lookup_elem(&l7_ref_by_cookie, &cookie);
 }
 
 /* Responses arriving from the network on pooled upstream sockets. */
 SEC("sk_skb")
 int l7_resp_skb(struct __sk_buff *skb)
 {
+	struct l7_conn_sync *sy = 0;
 	struct l7_resp_step o = {};
 	struct l7_scratch *s = 0;
 	struct l7_config *cfg;
-	struct l7_conn_key key;
 	struct l7_slot *slot;
+	struct l7_conn *c;
 	__u32 id, size = skb->len;
+	__u64 *st = 0;
 	int v;
 
-	L7_KEY_FROM_CTX(&key, skb, 1);
-	slot = l7_slot_of(&key, &id);
-	if (!slot)
+	slot = l7_slot_of(l7_skb_ref(skb), &id, &st);
+	if (!slot || !st)
 		return SK_PASS;
-	if (l7_client_in_user_mode(slot)) {
-		l7_relay(slot, id);
+	/* as in l7_resp_msg; here also because SK_SKB redirects are delivered
+	 * later, by the target's backlog worker */
+	c = l7_slot_client(slot, &sy);
+	if (!c || c->mode == L7_MODE_USER) {
+		l7_relay(slot, st, id);
 		return SK_PASS;
 	}
 	cfg = l7_cfg();
@@ -887,184 +1042,124 @@ int l7_resp_skb(struct __sk_buff *skb)
 	}
 	switch (o.outcome) {
 	case L7_O_RELAY:
-		l7_relay(slot, id);
+		l7_relay(slot, st, id);
 		return SK_PASS;
 	case L7_O_KILL:
-		l7_event(L7_EV_CLOSE_CLIENT, id, &slot->client);
-		l7_slot_kill(slot, id, &slot->client);
+		l7_event(L7_EV_CLOSE_CLIENT, id, slot->client, slot->client_gen);
+		l7_slot_kill(id, slot->client);
 		return SK_PASS;
 	}
 	if (o.extra && bpf_skb_change_tail(skb, o.pos, 0)) {
-		l7_relay(slot, id);
+		l7_relay(slot, st, id);
 		return SK_PASS;
 	}
 	v = l7_resp_redirect_skb(skb, slot);
 	if (v != SK_PASS) {
-		l7_slot_kill(slot, id, &slot->client);
+		l7_slot_kill(id, slot->client);
 		return SK_PASS;
 	}
 	slot->resp.bytes += o.pos;
+	if (!slot->client_local)
+		c->k_bytes += o.pos;
 	if (o.done)
-		l7_resp_complete(slot, id, o.extra);
+		l7_resp_complete(slot, st, id, sy, o.extra);
 	return SK_PASS;
 }
 
 /* ---- requests from remote clients (SK_SKB on the daemon's socket) --------- */
 
 /*
- * Verdict-only: each skb gets one verdict as it arrives, framed with the
- * connection's own state. (Under strparser the program sees the whole
- * segment, not the message: the message offset is known only to the kernel,
- * so framing cannot be trusted there.) An skb cannot be split, so whatever
- * would need splitting is handed to the slow path instead: a head that is
- * incomplete or followed by more bytes, or data arriving while a response is
- * pending. The body of a request passed to the slow path is followed skb by
- * skb; an skb holding its end and the next request makes the connection the
- * slow path's.
+ * Verdict-only: each skb gets one verdict as it arrives. (Under strparser
+ * the program sees the whole segment, not the message: the message offset
+ * is known only to the kernel, so framing cannot be trusted there.) An skb
+ * cannot be split, so a request is taken only when one skb holds exactly
+ * that request; anything else goes to the slow path, and the connection
+ * comes back once the daemon has answered everything it got.
  */
-/* The rest of a slow-path request's body: the daemon's. */
-static __always_inline int l7_req_body_skb(struct __sk_buff *skb, struct l7_conn *c,
-					   const struct l7_conn_key *key)
-{
-	__u64 rem = c->req_body.remaining;
-	__u32 len = skb->len;
-
-	L7_TRACE(L7_T_BODY, key, len, rem);
-	/* what follows the body in the same skb is the slow path's too */
-	if (len > rem)
-		return l7_to_user(c, L7_R_PIPELINED);
-	c->req_body.remaining = rem - len;
-	if (!c->req_body.remaining)
-		c->req_phase = L7_REQ_IDLE;
-	return SK_PASS;
-}
-
-static __always_inline int l7_req_skb_decided(struct __sk_buff *skb, struct l7_decision *d,
-					      struct l7_conn *c, const struct l7_conn_key *key,
-					      __u32 len)
-{
-	struct l7_slot *slot;
-	int ingress, v;
-
-	L7_TRACE(L7_T_REQ, key, d->kind, d->reason);
-	if (d->kind == L7_D_MORE)
-		return l7_to_user(c, d->reason);
-	/* an skb is not rewritten in place here: the slow path mutates */
-	if (d->kind == L7_D_KERNEL && (d->route_flags & L7_RF_MUTATE)) {
-		slot = bpf_map_lookup_elem(&l7_slots, &d->slot);
-		if (slot)
-			slot->state = L7_SLOT_IDLE;
-		d->kind = L7_D_PASS_REQ;
-		d->reason = L7_R_MUTATION;
-	}
-	/* more bytes after this request in the same skb: cannot split */
-	if (d->kind != L7_D_PASS_CONN && d->total < len) {
-		if (d->kind == L7_D_KERNEL) {
-			slot = bpf_map_lookup_elem(&l7_slots, &d->slot);
-			if (slot)
-				slot->state = L7_SLOT_IDLE;
-		}
-		return l7_to_user(c, L7_R_PIPELINED);
-	}
-	if (d->kind == L7_D_KERNEL) {
-		slot = l7_slot_begin(d, key, 0);
-		if (!slot)
-			return l7_to_user(c, L7_R_REDIRECT);
-		if (d->total > len) {
-			/* the body continues in later skbs: slow path */
-			slot->state = L7_SLOT_IDLE;
-			d->kind = L7_D_PASS_REQ;
-			d->reason = L7_R_TOO_BIG;
-		} else {
-			ingress = !!(slot->flags & L7_SF_BACKEND_LOCAL);
-			if (ingress)
-				v = bpf_sk_redirect_hash(skb, &l7_sk_backend, &d->slot, BPF_F_INGRESS);
-			else
-				v = bpf_sk_redirect_hash(skb, &l7_sk_upstream, &d->slot, 0);
-			L7_TRACE(L7_T_REQ_REDIRECT, key, d->slot, ((__u64)ingress << 32) | (__u32)v);
-			if (v == SK_PASS) {
-				l7_kernel_accounted(c, d);
-				return SK_PASS;
-			}
-			l7_slot_kill(slot, d->slot, key);
-			d->kind = L7_D_PASS_REQ;
-			d->reason = L7_R_REDIRECT;
-		}
-	}
-	if (d->kind == L7_D_PASS_REQ) {
-		c->u_sent++;
-		l7_count(L7_C_REQ_USER);
-		l7_count(L7_C_REASON_BASE + d->reason);
-		if (d->total > len) {
-			c->req_phase = L7_REQ_BODY;
-			l7_body_init(&c->req_body, L7_BODY_LENGTH, d->total - len);
-		}
-		return SK_PASS;
-	}
-	return l7_to_user(c, d->reason);
-}
-
 SEC("sk_skb")
 int l7_req_skb(struct __sk_buff *skb)
 {
-	struct l7_conn_key key;
+	struct l7_conn_sync *sy = 0;
+	struct l7_decision *d;
+	struct l7_sk_ref *ref;
 	struct l7_scratch *s;
 	struct l7_config *cfg;
+	struct l7_slot *slot;
 	struct l7_conn *c;
-	__u32 len = skb->len;
+	__u32 len = skb->len, idx;
+	int ingress, v;
 	long n;
-	int v;
 
 	if (!len)
 		return SK_PASS; /* FIN */
-	L7_KEY_FROM_CTX(&key, skb, 0);
-	c = bpf_map_lookup_elem(&l7_conns, &key);
-	if (!c || c->mode == L7_MODE_USER)
+	ref = l7_skb_ref(skb);
+	c = l7_conn_of(ref, &sy);
+	if (!c || !ref)
 		return SK_PASS;
-	if (c->req_phase == L7_REQ_BODY)
-		return l7_req_body_skb(skb, c, &key);
-	if (c->k_outstanding)
-		return l7_to_user(c, L7_R_PIPELINED);
+	idx = ref->idx;
+	if (sy->k_busy) {
+		l7_passed(c, len, L7_R_PIPELINED);
+		return SK_PASS;
+	}
+	if (!l7_caught_up(c, sy, skb->sk)) {
+		l7_passed(c, len, L7_R_USER_PENDING);
+		return SK_PASS;
+	}
+	if (c->mode == L7_MODE_USER) {
+		c->mode = L7_MODE_KERNEL;
+		l7_count(L7_C_HANDED_BACK);
+	}
 	cfg = l7_cfg();
-	if (!cfg || !(cfg->flags & L7_CF_ENABLED))
-		return l7_to_user(c, L7_R_DISABLED);
+	if (!cfg || !(cfg->flags & L7_CF_ENABLED)) {
+		l7_passed(c, len, L7_R_DISABLED);
+		return SK_PASS;
+	}
 	s = l7_scratch_get();
-	if (!s)
-		return l7_to_user(c, L7_R_UNSUPPORTED);
-	s->client_read_known = 0;
+	if (!s) {
+		l7_passed(c, len, L7_R_UNSUPPORTED);
+		return SK_PASS;
+	}
 	n = l7_copy_skb(skb, s, 0, len);
-	if (n <= 0 || l7_g_decide(s, (__u32)n, c, &key, cfg))
-		v = l7_to_user(c, L7_R_INCOMPLETE);
-	else
-		v = l7_req_skb_decided(skb, &s->dec, c, &key, len);
+	if (n <= 0 || l7_g_decide(s, (__u32)n, c, cfg)) {
+		l7_scratch_put(s);
+		l7_passed(c, len, L7_R_INCOMPLETE);
+		return SK_PASS;
+	}
+	d = &s->dec;
+	L7_TRACE(L7_T_REQ, idx, d->kind, d->reason);
+	if (d->kind == L7_D_KERNEL) {
+		/* an skb is not rewritten in place here: the slow path mutates */
+		if (d->route_flags & L7_RF_MUTATE) {
+			d->kind = L7_D_PASS;
+			d->reason = L7_R_MUTATION;
+		} else if (d->total != len) {
+			/* the body continues in later skbs, or the next request
+			 * starts in this one: an skb cannot be split */
+			d->kind = L7_D_PASS;
+			d->reason = d->total > len ? L7_R_TOO_BIG : L7_R_PIPELINED;
+		}
+		if (d->kind != L7_D_KERNEL)
+			l7_slot_unclaim(d->slot);
+	}
+	if (d->kind == L7_D_KERNEL) {
+		slot = l7_slot_begin(d, ref, 0);
+		if (slot) {
+			ingress = !!(slot->flags & L7_SF_BACKEND_LOCAL);
+			if (ingress)
+				v = bpf_sk_redirect_map(skb, &l7_sk_backend, d->slot, BPF_F_INGRESS);
+			else
+				v = bpf_sk_redirect_map(skb, &l7_sk_upstream, d->slot, 0);
+			L7_TRACE(L7_T_REQ_REDIRECT, idx, d->slot, ((__u64)ingress << 32) | (__u32)v);
+			if (v == SK_PASS) {
+				l7_kernel_accounted(c, sy, d);
+				l7_scratch_put(s);
+				return SK_PASS;
+			}
+			l7_slot_kill(d->slot, idx);
+		}
+		d->reason = L7_R_REDIRECT;
+	}
+	l7_passed(c, len, d->reason);
 	l7_scratch_put(s);
-	return v;
-}
-
-/* ---- daemon control (BPF_PROG_TYPE_SYSCALL, run with BPF_PROG_TEST_RUN) ---- */
-
-SEC("syscall")
-int l7_ctl(struct l7_ctl_args *a)
-{
-	struct l7_conn_key key;
-	struct l7_conn *c;
-
-	/* map helpers take keys from the stack, not from the context */
-	__builtin_memcpy(&key, &a->key, sizeof(key));
-	c = bpf_map_lookup_elem(&l7_conns, &key);
-
-	if (!c) {
-		a->result = -2; /* ENOENT */
-		return 0;
-	}
-	switch (a->op) {
-	case L7_CTL_CLEAR_OUTSTANDING:
-		c->k_outstanding = 0;
-		break;
-	case L7_CTL_SET_MODE_USER:
-		c->mode = L7_MODE_USER;
-		break;
-	}
-	a->result = 0;
-	return 0;
+	return SK_PASS;
 }

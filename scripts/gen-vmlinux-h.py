@@ -21,7 +21,7 @@ ROOT_TYPES = [
 ROOT_ENUMERATORS = [
     "BPF_F_INGRESS", "BPF_ANY", "BPF_NOEXIST", "BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB",
     "BPF_SOCK_OPS_STATE_CB_FLAG", "BPF_TCP_CLOSE", "BPF_F_MMAPABLE", "BPF_F_NO_PREALLOC",
-    "BPF_RB_FORCE_WAKEUP",
+    "BPF_RB_FORCE_WAKEUP", "BPF_SK_STORAGE_GET_F_CREATE",
 ]
 FIXED_TYPEDEFS = ["__u8", "__u16", "__u32", "__u64", "__s8", "__s16", "__s32", "__s64",
                   "__be16", "__be32", "__wsum", "u8", "u16", "u32", "u64", "s32", "s64", "bool"]

@@ -87,41 +87,103 @@ struct {
 	__type(value, __u64);
 } l7_rr SEC(".maps");
 
-/* The upstream pool. daemon creates/destroys slots (mmap + CAS), req claims
- * IDLE slots, resp completes them; state changes are compare-and-swap. */
+/* ---- upstream pool ---------------------------------------------------------- */
+
+/* State of each pooled connection (enum l7_slot_state), changed with
+ * compare-and-swap by the daemon (opens, relays, retires: mmapped), req
+ * (claims IDLE), resp (completes: IDLE or DEAD) and sockops (retires an IDLE
+ * connection whose peer closed). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, L7_MAX_SLOTS);
 	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
+	__type(value, __u64);
+} l7_slot_state SEC(".maps");
+
+/* The exchange on each pooled connection: the daemon writes the pool fields
+ * before it connects, req fills the exchange, resp frames it, sockops ORs
+ * flags in; the daemon reads it (relays, failures, sweeps). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, L7_MAX_SLOTS);
+	__type(key, __u32);
 	__type(value, struct l7_slot);
 } l7_slots SEC(".maps");
 
-/* daemon writes before connecting a pooled socket; sockops reads it to adopt
- * the backend's end of that connection; resp reads it to find its slot. */
+/* Per upstream address (pool id): its chunks (daemon) and the idle hints
+ * (daemon, req, resp). mmapped by the daemon. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, L7_MAX_POOLS);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct l7_pool);
+} l7_pools SEC(".maps");
+
+/* daemon writes before connecting a pooled socket; sockops reads it once per
+ * connection end, to mark it (l7_sk_refs) and adopt a local backend's end. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, L7_MAX_SLOTS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct l7_conn_key);
 	__type(value, __u32);
 } l7_slot_by_tuple SEC(".maps");
 
-/* sockops creates (local clients) or daemon creates (remote clients); req and
- * resp update; daemon deletes when its accepted socket closes. */
+/* ---- client connections ----------------------------------------------------- */
+
+/* sockops allocates entries of local clients (lower half), the daemon those
+ * of remote clients (upper half, whole-value writes of FREE entries); req
+ * and resp update fields; the daemon frees entries when its session ends. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, L7_MAX_CONNS);
-	__type(key, struct l7_conn_key);
+	__type(key, __u32);
 	__type(value, struct l7_conn);
 } l7_conns SEC(".maps");
 
-/* daemon writes (slow-path requests answered); req reads. */
+/* The hand-back counts (l7_conn_sync): the daemon writes u_*, req and resp
+ * write k_busy. mmapped by the daemon. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, L7_MAX_CONNS);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct l7_conn_sync);
+} l7_conn_sync SEC(".maps");
+
+/* sockops writes (local clients), the daemon too (remote ones); the daemon
+ * reads it when it accepts a connection and deletes it when it frees the
+ * entry. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, L7_MAX_CONNS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct l7_conn_key);
-	__type(value, struct l7_conn_user);
-} l7_conn_user SEC(".maps");
+	__type(value, struct l7_sk_ref);
+} l7_conn_by_tuple SEC(".maps");
+
+/* What a local socket is to the data plane (a client, or either end of a
+ * pooled connection): sockops writes; req_msg, resp_msg and sockops read. */
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct l7_sk_ref);
+} l7_sk_refs SEC(".maps");
+
+/* The same for the daemon's own sockets, by socket cookie (SK_SKB programs
+ * have no sk_storage on 6.18): accepted sockets of remote clients and pooled
+ * upstream sockets. The daemon writes and deletes; req_skb and resp_skb
+ * read. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, L7_MAX_CONNS + L7_MAX_SLOTS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u64);
+	__type(value, struct l7_sk_ref);
+} l7_ref_by_cookie SEC(".maps");
 
 /* daemon writes (PolicyCompiler, routes with L7_RF_MUTATE); req reads.
  * Index gen * L7_MAX_ROUTES + route. */
@@ -132,39 +194,41 @@ struct {
 	__type(value, struct l7_mutation);
 } l7_mutations SEC(".maps");
 
-/* ---- sockets -------------------------------------------------------------- */
+/* ---- sockets --------------------------------------------------------------- */
 
-/* Client sockets on this host (sockops inserts). SK_MSG l7_req_msg runs on
- * their sends; resp redirects responses into their ingress. */
+/* Client sockets on this host by l7_conns index (sockops inserts). SK_MSG
+ * l7_req_msg runs on their sends; resp redirects responses into their
+ * ingress. */
 struct {
-	__uint(type, BPF_MAP_TYPE_SOCKHASH);
+	__uint(type, BPF_MAP_TYPE_SOCKMAP);
 	__uint(max_entries, L7_MAX_CONNS);
-	__type(key, struct l7_conn_key);
+	__type(key, __u32);
 	__type(value, __u64);
 } l7_sk_client SEC(".maps");
 
-/* The daemon's accepted sockets of remote clients (daemon inserts). SK_SKB
- * verdict l7_req_skb runs on bytes arriving from the network. */
+/* The daemon's accepted sockets of remote clients by l7_conns index (daemon
+ * inserts). SK_SKB verdict l7_req_skb runs on bytes arriving from the
+ * network; resp redirects responses to their egress. */
 struct {
-	__uint(type, BPF_MAP_TYPE_SOCKHASH);
+	__uint(type, BPF_MAP_TYPE_SOCKMAP);
 	__uint(max_entries, L7_MAX_CONNS);
-	__type(key, struct l7_conn_key);
+	__type(key, __u32);
 	__type(value, __u64);
 } l7_sk_remote SEC(".maps");
 
-/* Backends' accepted ends of pooled connections (sockops inserts, key slot).
+/* Backends' accepted ends of pooled connections by slot (sockops inserts).
  * SK_MSG l7_resp_msg runs on the backend's sends. */
 struct {
-	__uint(type, BPF_MAP_TYPE_SOCKHASH);
+	__uint(type, BPF_MAP_TYPE_SOCKMAP);
 	__uint(max_entries, L7_MAX_SLOTS);
 	__type(key, __u32);
 	__type(value, __u64);
 } l7_sk_backend SEC(".maps");
 
-/* The daemon's pooled upstream sockets (daemon inserts, key slot). SK_SKB
+/* The daemon's pooled upstream sockets by slot (daemon inserts). SK_SKB
  * verdict l7_resp_skb runs on responses arriving from the network. */
 struct {
-	__uint(type, BPF_MAP_TYPE_SOCKHASH);
+	__uint(type, BPF_MAP_TYPE_SOCKMAP);
 	__uint(max_entries, L7_MAX_SLOTS);
 	__type(key, __u32);
 	__type(value, __u64);

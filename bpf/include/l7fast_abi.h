@@ -25,7 +25,7 @@
 
 /* Bump whenever a map's layout or meaning changes: a daemon never adopts
  * pinned maps of another ABI version (it starts clean instead). */
-#define L7_ABI_VERSION 10
+#define L7_ABI_VERSION 11
 
 /* Sizes of the tables. Route sets are bitmaps of L7_MAX_ROUTES bits. */
 #define L7_GENS 2
@@ -36,15 +36,28 @@
 #define L7_MAX_ENDPOINTS 1024
 #define L7_MAX_TARGETS 8          /* weighted clusters of one route */
 #define L7_MAX_POOLS 256          /* distinct upstream addresses */
-#define L7_SLOTS_PER_POOL 16      /* pooled upstream connections per address */
-#define L7_MAX_SLOTS (L7_MAX_POOLS * L7_SLOTS_PER_POOL)
+/* Pooled upstream connections: one table of L7_MAX_SLOTS for every pool,
+ * handed to pools by the daemon in chunks of L7_SLOT_CHUNK as they grow, at
+ * most L7_POOL_MAX_CHUNKS chunks (daemon.pool_max <= L7_POOL_MAX) each. */
+#define L7_MAX_SLOTS 32768
+#define L7_SLOT_CHUNK 64
+#define L7_SLOT_CHUNKS (L7_MAX_SLOTS / L7_SLOT_CHUNK)
+#define L7_POOL_MAX_CHUNKS 16
+#define L7_POOL_MAX (L7_POOL_MAX_CHUNKS * L7_SLOT_CHUNK)
 #define L7_NO_SLOT 0xffffffffu
+#define L7_NO_CHUNK 0xffffu
 #define L7_MAX_PREFIX_LENS 16     /* distinct path-prefix lengths in one policy */
 #define L7_MAX_MATCH_HDRS 16      /* distinct header names routes match on */
 #define L7_MAX_MATCH_STR 256      /* longest host/path/value a kernel rule compares */
 #define L7_MAX_HDR_NAME 64        /* longest header name a kernel rule compares */
 #define L7_MAX_HEADERS 64         /* header lines per message in the header vector */
+/* Client connections the data plane tracks: indexes of l7_conns. The lower
+ * half is allocated by sockops (local clients), the upper half by the daemon
+ * (remote clients), so neither needs the other's lock. */
 #define L7_MAX_CONNS 65536
+#define L7_CONNS_LOCAL (L7_MAX_CONNS / 2)
+#define L7_CONN_PROBES 8          /* entries sockops tries for a free one */
+#define L7_NO_CONN 0xffffffffu
 #define L7_MAX_RULES 1024         /* RBAC rules per generation (bitmap space 1) */
 #define L7_SPACES 2               /* bitmap spaces: 0 routes, 1 RBAC rules */
 #define L7_SPACE_ROUTES 0
@@ -316,16 +329,16 @@ struct l7_config {
 	struct l7_gen_meta meta[L7_GENS];
 };
 
-/* ---- upstream connection pool (l7_slots, mmap-able, CAS on state) ------ */
+/* ---- upstream connection pool --------------------------------------------- */
 
+/* l7_slot_state[id], a __u64 (mmapped by the daemon; compare-and-swap on both sides) */
 enum l7_slot_state {
-	L7_SLOT_EMPTY = 0,      /* free for the daemon to use */
-	L7_SLOT_CONNECTING = 1, /* daemon owns it, socket not yet usable */
-	L7_SLOT_IDLE = 2,       /* in the pool; the data plane may claim it */
+	L7_SLOT_EMPTY = 0,      /* no connection; the daemon may open one */
+	L7_SLOT_CONNECTING = 1, /* the daemon is opening it */
+	L7_SLOT_IDLE = 2,       /* in the pool; a kernel request may claim it */
 	L7_SLOT_KBUSY = 3,      /* a kernel-path request is in flight */
-	L7_SLOT_UBUSY = 4,      /* the slow path uses it */
 	L7_SLOT_RELAY = 5,      /* response handed to the daemon mid-flight */
-	L7_SLOT_DEAD = 6,       /* unusable; daemon closes and empties it */
+	L7_SLOT_DEAD = 6,       /* unusable; the daemon closes and empties it */
 };
 
 enum l7_slot_flags {
@@ -382,61 +395,114 @@ struct l7_resp_state {
 	struct l7_body_state body;
 };
 
+/* l7_slots[id]: the exchange on a pooled connection. The daemon writes the
+ * first fields when it opens the connection (state CONNECTING, before the
+ * data plane can see it); the request program fills the exchange, the
+ * response programs frame it. */
 struct l7_slot {
-	__u64 state;        /* enum l7_slot_state; changed with compare-and-swap */
 	__u32 pool_id;
-	__u32 flags;        /* enum l7_slot_flags */
-	struct l7_conn_key client; /* client of the request in flight */
-	__u32 client_local; /* client socket is in l7_sk_client */
+	__u16 pool_chunk;   /* index of this slot's chunk in l7_pools[pool_id].chunk */
+	__u16 client_local; /* the exchange's client is a local socket (l7_sk_client) */
+	__u32 flags;        /* enum l7_slot_flags (sockops ORs them in) */
+	__u32 uses;         /* exchanges started on this connection */
+	__u32 client;       /* l7_conns index of the exchange's client */
+	__u32 client_gen;   /* and its l7_conn.gen */
 	__u32 stats_id;     /* route stats of the request in flight */
+	__u32 pad;
 	__u64 req_start_ns;
-	__u64 uses;
 	struct l7_resp_state resp;
 };
 
-/* ---- per client connection (l7_conns) ----------------------------------- */
+/* l7_pools[pool id] (mmapped by the daemon): the slots of one upstream
+ * address. `idle` is a hint kept by whoever makes a slot IDLE (set) or
+ * claims it (clear); a claim is the compare-and-swap on the slot's state,
+ * so a stale bit costs one failed attempt, never a wrong claim. */
+struct l7_pool {
+	__u64 idle[L7_POOL_MAX_CHUNKS];  /* bit b of word c: slot chunk[c] * 64 + b may be IDLE */
+	__u16 chunk[L7_POOL_MAX_CHUNKS]; /* daemon: chunks of this pool, n_chunks of them */
+	__u32 n_chunks;
+	__u32 miss;                      /* kernel sets it (0 -> 1, with L7_EV_POOL_MISS) when a claim
+					  * found no idle slot; the daemon clears it once it grew the pool */
+	__u32 slots;                     /* daemon: connections open or opening (telemetry) */
+	__u32 pad;
+};
+
+/* ---- per client connection ------------------------------------------------ */
+
+enum l7_conn_state {
+	L7_CONN_FREE = 0,
+	L7_CONN_USED = 1,   /* allocated with compare-and-swap from FREE */
+};
 
 enum l7_conn_mode {
 	L7_MODE_KERNEL = 0,
-	L7_MODE_USER = 1,   /* everything from now on goes to the slow path */
+	L7_MODE_USER = 1,   /* handed to the slow path; back once the daemon caught up */
 };
 
 enum l7_conn_side {
 	L7_SIDE_LOCAL = 0,  /* the client's own socket is in l7_sk_client */
-	L7_SIDE_REMOTE = 1, /* only the daemon's accepted socket is known */
-};
-
-enum l7_req_phase {
-	L7_REQ_IDLE = 0,
-	L7_REQ_BODY = 2,    /* SK_SKB: a slow-path request's body continues */
-};
-
-struct l7_conn {
-	__u32 listener_id;
-	__u8 mode;
-	__u8 side;
-	__u8 req_phase;
-	__u8 pad;
-	__u64 k_outstanding;  /* kernel requests whose response is not complete */
-	__u64 u_sent;         /* requests handed to the slow path */
-	__u64 k_requests;
-	__u32 user_reason;    /* enum l7_reason that switched to L7_MODE_USER */
-	__u32 rcv_start;      /* local client: its socket's rcv_nxt when established */
-	struct l7_body_state req_body;
+	L7_SIDE_REMOTE = 1, /* only the daemon's accepted socket is known (l7_sk_remote) */
 };
 
 /*
- * Written only by the daemon: slow-path requests it has answered, and the
- * bytes it has written to the client so far (answers, relayed and failed
- * kernel exchanges), both published once those bytes are in the socket.
- * A local client reads kernel responses from its socket's BPF ingress
- * queue before the TCP bytes the daemon wrote, whatever their order, so
- * the kernel forwards its request only once it has read every published
- * byte: tcp_sock.copied_seq - l7_conn.rcv_start >= u_bytes.
+ * l7_conns[idx]: what the data plane keeps of one client connection. Local
+ * clients get theirs from sockops when their socket is established, remote
+ * ones from the daemon when it accepts them; the daemon frees both when its
+ * session ends. A socket names its entry by (idx, gen) (l7_sk_ref), so an
+ * entry freed and reused is never mistaken for the old connection.
+ *
+ * The hand-back between the two paths is counted in bytes of the client's
+ * request stream and of its response stream (l7_conn_sync): the kernel
+ * takes a request only when the daemon has consumed, as answered requests,
+ * every byte the kernel passed to it (pass_bytes == u_consumed), and the
+ * bytes the daemon wrote are ahead of anything the kernel would send (see
+ * ARCHITECTURE.md "Ordering between the two paths").
  */
-struct l7_conn_user {
-	__u64 u_done;
-	__u64 u_bytes;
+struct l7_conn {
+	__u32 state;          /* enum l7_conn_state */
+	__u32 gen;            /* bumped at every allocation */
+	struct l7_conn_key key;
+	__u32 listener_id;
+	__u8 mode;            /* enum l7_conn_mode: counting only, see above */
+	__u8 side;            /* enum l7_conn_side */
+	__u16 pad;
+	__u32 user_reason;    /* enum l7_reason of the last hand-over */
+	__u32 rcv_start;      /* local client: its socket's rcv_nxt when established */
+	__u32 last_slot;      /* the pool slot of its last kernel exchange (tried first) */
+	__u32 pad2;
+	__u64 k_requests;
+	__u64 pass_bytes;     /* bytes of the request stream passed to the slow path */
+	__u64 k_bytes;        /* remote client: response bytes the kernel queued on the daemon's socket */
+};
+
+/*
+ * l7_conn_sync[idx] (mmapped by the daemon: no system call per request).
+ * u_consumed and u_bytes are written only by the daemon, *before* it writes
+ * the last bytes of an answer, and count modulo 2^32 (the kernel compares
+ * them with 32-bit sequence numbers; far less than 4 GiB is ever pending).
+ */
+struct l7_conn_sync {
+	__u32 u_consumed; /* bytes of the passed request stream consumed as answered requests */
+	__u32 u_bytes;    /* bytes the daemon has written, or is about to write, to the client */
+	__u32 k_busy;     /* kernel: 1 while a kernel response to this client is in flight; the
+			   * response program or the daemon (relay, failure) sets it back to 0 */
+	__u32 gen;        /* l7_conn.gen of the connection these counts belong to */
+};
+
+/* What a socket is to the data plane: its sk_storage (sockets of local
+ * processes, set by sockops) or, for the daemon's own sockets, the entry of
+ * its socket cookie in l7_ref_by_cookie (SK_SKB has no sk_storage). */
+enum l7_ref_kind {
+	L7_REF_NONE = 0,
+	L7_REF_CLIENT = 1,    /* idx, gen: l7_conns entry */
+	L7_REF_SLOT = 2,      /* idx: pool slot (either end of a pooled connection) */
+};
+
+struct l7_sk_ref {
+	__u32 kind;
+	__u32 idx;
+	__u32 gen;
+	__u32 pad;
 };
 
 /* ---- telemetry ----------------------------------------------------------- */
@@ -502,6 +568,7 @@ enum l7_counter {
 	L7_C_SCRATCH_BUSY,   /* nested invocation found the per-CPU scratch in use */
 	L7_C_CONN_CLOSE,     /* close events sent to the daemon */
 	L7_C_UPSTREAM_CLOSED, /* idle pooled upstream connections retired as they closed */
+	L7_C_HANDED_BACK,    /* connections the kernel took back from the slow path */
 	L7_C_REASON_BASE,    /* + enum l7_reason */
 	L7_C_COUNT = L7_C_REASON_BASE + L7_R_COUNT,
 };
@@ -511,41 +578,27 @@ enum l7_counter {
  * its tables from these, the tests and the benchmark read them from this
  * header. Keep one quoted name per enum entry, on #define lines. */
 #define L7_COUNTER_NAMES "requests_kernel", "requests_user", "responses_kernel", \
-	"responses_relayed", "budget_relay", "scratch_busy", "close_events", "upstream_closed"
+	"responses_relayed", "budget_relay", "scratch_busy", "close_events", "upstream_closed", \
+	"handed_back"
 #define L7_REASON_NAMES "none", "no_conn", "user_mode", "incomplete", "too_big", "parse", \
 	"unsupported", "no_route", "route_user", "pool_miss", "pipelined", "redirect", \
 	"user_pending", "disabled", "path_not_normal", "rbac_deny", "jwt_none", "jwt_miss", \
 	"jwt_expired", "jwt_other", "mutation"
 
-/* ---- daemon -> data plane updates (BPF_PROG_TYPE_SYSCALL l7_ctl) -------- */
-
-/* Field updates of entries the programs also write, done in the kernel with
- * single stores so a daemon update never rewrites (and reverts) a whole
- * value the programs changed meanwhile. */
-enum l7_ctl_op {
-	L7_CTL_CLEAR_OUTSTANDING = 1, /* l7_conns[key].k_outstanding = 0 */
-	L7_CTL_SET_MODE_USER = 2,     /* l7_conns[key].mode = L7_MODE_USER */
-};
-
-struct l7_ctl_args {
-	__u32 op;
-	__s32 result;  /* 0, or -ENOENT */
-	struct l7_conn_key key;
-	__u64 value;
-};
-
 /* ---- events to the daemon (l7_events ring buffer) ------------------------ */
 
+/* conn/conn_gen name the client connection (l7_conns) where one is meant */
 enum l7_event_type {
 	L7_EV_CLOSE_CLIENT = 1, /* response complete and the connection must close */
 	L7_EV_RELAY = 2,        /* a response was handed to the daemon (slot) */
-	L7_EV_SLOT_DEAD = 3,    /* redirect to a pooled socket failed (slot) */
+	L7_EV_SLOT_DEAD = 3,    /* a pooled connection died or was retired (slot) */
 	L7_EV_TRACE = 4,        /* decision trace (cfg_trace): code, args */
 	L7_EV_ACCESS = 5,       /* sampled access log: a kernel response completed;
 				 * slot = route stats id | status << 16, conn = the
-				 * client's connection, arg[0] = response bytes,
-				 * arg[1] = latency in ns. The request's method, target
-				 * and size are not kept in the slot, so not reported. */
+				 * client, arg[0] = response bytes, arg[1] = latency
+				 * in ns. The request's method, target and size are
+				 * not kept in the slot, so not reported. */
+	L7_EV_POOL_MISS = 6,    /* a kernel request found no idle connection: slot = pool id */
 };
 
 /* trace points (L7_EV_TRACE: slot = code, arg[0..1] as listed) */
@@ -561,7 +614,8 @@ enum l7_trace_code {
 struct l7_event {
 	__u32 type;
 	__u32 slot;
-	struct l7_conn_key conn;
+	__u32 conn;
+	__u32 conn_gen;
 	__u64 arg[2];
 };
 

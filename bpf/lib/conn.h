@@ -76,6 +76,27 @@ static __always_inline struct l7_config *l7_cfg(void)
 	return bpf_map_lookup_elem(&l7_config, &zero);
 }
 
+/* The l7_conns entry (and its l7_conn_sync) a socket's reference names, or
+ * null when the reference is not a client's or the entry has been freed and
+ * perhaps reused since (gen). */
+static __always_inline struct l7_conn *l7_conn_of(const struct l7_sk_ref *r,
+						  struct l7_conn_sync **sync)
+{
+	struct l7_conn *c;
+	__u32 idx;
+
+	if (!r || r->kind != L7_REF_CLIENT)
+		return 0;
+	idx = r->idx;
+	c = bpf_map_lookup_elem(&l7_conns, &idx);
+	if (!c || c->state != L7_CONN_USED || c->gen != r->gen)
+		return 0;
+	*sync = bpf_map_lookup_elem(&l7_conn_sync, &idx);
+	if (!*sync)
+		return 0;
+	return c;
+}
+
 /*
  * Per-CPU scratch: the header window, the parse result and bitmaps, too big
  * for the 512-byte stack. Programs can be preempted (PREEMPT_DYNAMIC) and
@@ -126,14 +147,20 @@ struct l7_frame_state {
 	__u32 err_phase;
 };
 
+/* Pool claim state (bpf/lib/select.h). */
+struct l7_claim_state {
+	__u32 pool;
+	__u32 n;
+	__u32 first;
+	__u32 tries;
+	__u32 found;
+	__u32 pad;
+};
+
 struct l7_scratch {
 	__u64 busy;
-	/* SK_MSG: how many bytes the local client has read from its socket's
-	 * TCP stream (copied_seq - l7_conn.rcv_start); l7_g_decide compares
-	 * them with what the daemon wrote (l7_conn_user.u_bytes) */
-	__u32 client_read;
-	__u32 client_read_known;
 	struct l7_decision dec;
+	struct l7_claim_state claim;
 	struct l7_match_state ms;
 	struct l7_frame_state fr;
 	struct l7_bitmap acc;

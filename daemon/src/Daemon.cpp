@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <iterator>
@@ -183,6 +184,12 @@ std::unique_ptr<Daemon::Prepared> Daemon::prepare(policy::Policy pol, std::strin
     }
     p->placement = describe_routes(rt->policy(), p->tables.get(),
                                    "kernel data plane not in use: " + degraded_reason_);
+    for (size_t i = 0; i < p->placement.size() && i < rt->route_clusters.size(); i++)
+        if (p->placement[i].kernel)
+            for (size_t ci : rt->route_clusters[i])
+                for (uint32_t pool : rt->endpoint_pool.at(ci))
+                    if (std::find(rt->kernel_pools.begin(), rt->kernel_pools.end(), pool) == rt->kernel_pools.end())
+                        rt->kernel_pools.push_back(pool);
     p->rt = std::move(rt);
     return p;
 }
@@ -254,7 +261,8 @@ void Daemon::on_access_event(const l7_event& ev)
     if (!log.sample())
         return;  // switched off after the kernel sampled it
     proxy::AccessEntry e;
-    e.client = proxy::client_address(ev.conn);
+    auto client = server_->client_of(ev.conn, ev.conn_gen);
+    e.client = client ? proxy::client_address(*client) : std::string("-");
     std::string route = stats_route_name(ev.slot & 0xffff);
     e.route = route;
     e.status = static_cast<int>(ev.slot >> 16);
@@ -388,9 +396,7 @@ void Daemon::start()
         n_cli += server_->adopt_client(fd);
     if (adopting) {
         server_->pool().reconcile_adopted();
-        for (const auto& k : dp_->conn_keys())
-            if (!server_->has_session(k))
-                dp_->conn_forget(k);
+        server_->free_orphaned_connections();
     }
     if (!inherited.empty())
         log::notice("took over from the previous instance: ", n_lst, " listening sockets, ", n_cli,

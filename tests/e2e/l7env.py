@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT / "scripts" / "dbus"))
 from l7fast_bus import BUILD, L7FASTCTL, L7FASTD, PrivateBus  # noqa: E402,F401
 sys.path.insert(0, str(ROOT / "scripts" / "pylib"))
 from l7fast_abi import counter_name  # noqa: E402
+from l7fast_host import cgroup2_root, ensure_bpffs  # noqa: E402,F401
 
 
 def skip_reason():
@@ -43,19 +44,13 @@ def skip_reason():
         return f"{L7FASTD} not built (make build)"
     if cgroup2_root() is None:
         return "no cgroup v2 hierarchy mounted"
+    problem = ensure_bpffs()
+    if problem:
+        return problem
     if shutil.which("bpftool") is None and not os.path.exists("/usr/sbin/bpftool"):
         return "bpftool missing (apt install bpftool)"
     return None
 
-
-def cgroup2_root():
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            parts = line.split()
-            sep = parts.index("-")
-            if parts[sep + 1] == "cgroup2":
-                return Path(parts[4])
-    return None
 
 
 def free_port(host="127.0.0.1"):
@@ -432,17 +427,21 @@ class Daemon:
         return len(self.map_dump(name))
 
     def slot_states(self):
-        """Pool slots by state name, EMPTY ones left out."""
+        """Pool slots by state name, EMPTY ones left out (l7_slot_state)."""
         names = ["EMPTY", "CONNECTING", "IDLE", "KBUSY", "UBUSY", "RELAY", "DEAD"]
         out = {}
-        if not os.path.exists(f"{self.bpffs}/maps/l7_slots"):
+        if not os.path.exists(f"{self.bpffs}/maps/l7_slot_state"):
             return out
-        for e in self.map_dump("l7_slots"):
-            st = e.get("formatted", e)["value"]["state"]
+        for e in self.map_dump("l7_slot_state"):
+            st = e.get("formatted", e)["value"]
             if st:
                 name = names[st] if st < len(names) else str(st)
                 out[name] = out.get(name, 0) + 1
         return out
+
+    def conn_entries(self):
+        """Client connections the data plane tracks (l7_conn_by_tuple)."""
+        return self.map_entries("l7_conn_by_tuple")
 
     def stop(self):
         if self.proc.poll() is None:

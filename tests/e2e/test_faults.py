@@ -3,7 +3,7 @@ pool, a full connection table, a data plane the kernel refuses, locked-memory
 limits. In every case l7fastd stays up and answers GetStatus, the client gets
 the HTTP answer ARCHITECTURE.md §3/§4 promise (or a closed connection when a
 response had already begun), and nothing leaks: the daemon's descriptors, the
-entries of l7_conns / l7_conn_user, busy pool slots and RSS return to their
+data plane's connection entries, busy pool slots and RSS return to their
 baseline once the connections are gone.
 
 The data-plane failures a healthy machine does not produce on demand come
@@ -170,16 +170,14 @@ class Snapshot:
         d = env.daemon
         self.fds = d.fds()
         self.rss = d.rss_kib()
-        self.conns = d.map_entries("l7_conns")
-        self.conn_user = d.map_entries("l7_conn_user")
+        self.conns = d.conn_entries()
         self.slots = d.slot_states()
 
     def busy_slots(self):
         return {k: v for k, v in self.slots.items() if k not in ("IDLE", "CONNECTING")}
 
     def __repr__(self):
-        return (f"fds={len(self.fds)} rss={self.rss}KiB l7_conns={self.conns} "
-                f"l7_conn_user={self.conn_user} slots={self.slots}")
+        return f"fds={len(self.fds)} rss={self.rss}KiB connections={self.conns} slots={self.slots}"
 
 
 def status(env):
@@ -202,16 +200,14 @@ def assert_no_leak(env, base, what):
     deadline = time.time() + 10
     while True:
         now = Snapshot(env)
-        settled = (len(now.fds) <= len(base.fds) and now.conns <= base.conns
-                   and now.conn_user <= base.conn_user and not now.busy_slots())
+        settled = len(now.fds) <= len(base.fds) and now.conns <= base.conns and not now.busy_slots()
         if settled or time.time() > deadline:
             break
         time.sleep(0.25)
     print(f"\n[{what}] before: {base}\n[{what}] after:  {now}")
     extra = {fd: t for fd, t in now.fds.items() if base.fds.get(fd) != t}
     assert len(now.fds) <= len(base.fds) + FD_SLACK, f"{what}: descriptors leaked: {extra}"
-    assert now.conns <= base.conns, f"{what}: l7_conns {base.conns} -> {now.conns}"
-    assert now.conn_user <= base.conn_user, f"{what}: l7_conn_user {base.conn_user} -> {now.conn_user}"
+    assert now.conns <= base.conns, f"{what}: data-plane connections {base.conns} -> {now.conns}"
     assert not now.busy_slots(), f"{what}: pool slots left busy: {now.slots}"
     assert now.rss <= base.rss + RSS_SLACK_KIB, f"{what}: RSS {base.rss} -> {now.rss} KiB"
 
@@ -523,10 +519,11 @@ def test_memlock_failure_simulated_runs_degraded(faults):
 
 
 def test_full_connection_table_falls_back_per_connection(faults):
-    """l7_conns and l7_conn_user with 4 entries: the first 4 concurrent local
-    clients are the kernel's, the rest are refused by the full table
-    (E2BIG) in sockops and in the daemon, logged, and served by the slow
-    path; once they close, the tables are empty again."""
+    """l7_conns with 4 entries for local clients and 4 for remote ones: the
+    first 4 concurrent local clients get entries from sockops, the next 4
+    are registered by the daemon as it would a remote client (SK_SKB on its
+    socket), the rest are refused by the full table, logged, and served by
+    the slow path; once they close, the table is empty again."""
     env = faults
     d = restart_daemon(env, "map-full", extra_env={"L7FAST_TEST_FAULT": "map-full=4"})
     assert_alive(env)
@@ -541,18 +538,18 @@ def test_full_connection_table_falls_back_per_connection(faults):
         for i, c in enumerate(conns):
             r = c.read_response()
             assert r.status == 200 and r.json()["path"] == f"/full/{rnd}/{i}", r
-        peak = max(peak, d.map_entries("l7_conns"))
+        peak = max(peak, d.conn_entries())
     remote = client(env, local=False)
     remote.request("GET", "/full/remote")
     assert remote.read_response().status == 200
     for c in conns:
         c.close()
     remote.close()
-    assert peak == 4, peak
+    assert peak == 8, peak
     st = env.stats()
     assert st["requests_kernel"] > 0 and st["requests_user"] > 0, st
     log = d.log()
     assert "data-plane map l7_conns: full; new client connections take the slow path" in log, log[-2000:]
     assert_alive(env)
     assert_no_leak(env, base, "map-full")
-    assert d.map_entries("l7_conns") == 0 and d.map_entries("l7_conn_user") == 0
+    assert d.conn_entries() == 0

@@ -872,12 +872,12 @@ def test_rbac_deny_overrides_in_the_kernel(w, local):
 @pytest.mark.parametrize("local", [True, False], ids=["local", "remote"])
 def test_back_in_the_kernel_after_a_slow_path_answer(w, local):
     """A keep-alive connection alternating a request the slow path answers
-    (RBAC denial) with one the kernel may forward: once the daemon has
-    answered, it tells the kernel (l7_conn_user.u_done) and the next request
-    is the kernel's again. A request racing that bookkeeping is handed over
-    as user_pending; most must not be (a few percent on this machine, idle
-    or loaded, since the daemon's final write is synchronous; a daemon that
-    never tells the kernel: all of them)."""
+    (RBAC denial) with one the kernel may forward: the daemon publishes what
+    it consumed and is about to write before it writes its answer
+    (l7_conn_sync), and the kernel compares that with the client socket's
+    own sequence numbers. A client that reads each answer before it sends
+    its next request therefore has every allowed request taken by the
+    kernel, whatever the scheduling: none is handed over as user_pending."""
     if not w.dataplane:
         pytest.skip("the kernel data plane is off in this world")
     pairs = 200
@@ -898,8 +898,9 @@ def test_back_in_the_kernel_after_a_slow_path_answer(w, local):
     rejected = (after["routes"]["rbac-k-deny"]["rejected"]["rbac_denied"]
                 - before["routes"]["rbac-k-deny"]["rejected"]["rbac_denied"])
     assert rejected == pairs, json.dumps(moved, sort_keys=True)
-    assert kernel >= pairs // 2, \
+    assert kernel == pairs, \
         f"{kernel} of {pairs} allowed requests in the kernel; counters moved: {json.dumps(moved, sort_keys=True)}"
+    assert moved.get("to_slow_path_rbac_deny") == pairs and "to_slow_path_user_pending" not in moved, moved
 
 
 def route_stats(w, route="rbac-k-deny"):

@@ -109,8 +109,7 @@ def sample(d):
         "t": time.time(),
         "rss": d.rss_kib(),
         "fds": len(d.fds()),
-        "conns": d.map_entries("l7_conns"),
-        "conn_user": d.map_entries("l7_conn_user"),
+        "conns": d.conn_entries(),
         "busy": sum(v for k, v in slots.items() if k in ("KBUSY", "UBUSY", "RELAY", "DEAD")),
         "slots": sum(slots.values()),
     }
@@ -158,12 +157,10 @@ def test_soak_flat_and_no_failed_requests(env, soak):
         "rss_kib_min_max": (min(rss_all), max(rss_all)),
         "rss_kib_after_warmup_min_max": (min(s["rss"] for s in warm), max(s["rss"] for s in warm)),
         "fds_min_max": (min(s["fds"] for s in samples), max(s["fds"] for s in samples)),
-        "l7_conns_min_max": (min(s["conns"] for s in samples), max(s["conns"] for s in samples)),
-        "l7_conn_user_min_max": (min(s["conn_user"] for s in samples),
-                                 max(s["conn_user"] for s in samples)),
+        "connections_min_max": (min(s["conns"] for s in samples), max(s["conns"] for s in samples)),
         "pool_slots_used_min_max": (min(s["slots"] for s in samples), max(s["slots"] for s in samples)),
         "busy_slots_max": max(s["busy"] for s in samples),
-        "after_stop": {k: final[k] for k in ("rss", "fds", "conns", "conn_user", "busy")},
+        "after_stop": {k: final[k] for k in ("rss", "fds", "conns", "busy")},
     }
     print("\nSOAK " + " ".join(f"{k}={v}" for k, v in fig.items()))
 
@@ -174,8 +171,7 @@ def test_soak_flat_and_no_failed_requests(env, soak):
     # flat: after the first third, RSS grows by at most RSS_GROWTH_KIB
     assert max(s["rss"] for s in warm) - warm[0]["rss"] <= RSS_GROWTH_KIB, fig
     assert fig["fds_min_max"][1] - fig["fds_min_max"][0] <= FD_SPREAD, fig
-    assert fig["l7_conns_min_max"][1] <= CLIENTS + 2, fig
-    assert fig["l7_conn_user_min_max"][1] <= CLIENTS + 2, fig
+    assert fig["connections_min_max"][1] <= CLIENTS + 2, fig
     # once the clients are gone: no connection state left
-    assert final["conns"] == 0 and final["conn_user"] == 0 and final["busy"] == 0, final
+    assert final["conns"] == 0 and final["busy"] == 0, final
     assert env.daemon.proc.poll() is None

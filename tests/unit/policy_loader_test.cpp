@@ -186,7 +186,7 @@ TEST(PolicyLoader, DefaultsOfAMinimalPolicy)
     EXPECT_TRUE(d.kernel_dataplane);
     EXPECT_TRUE(d.offload_remote_clients);
     EXPECT_EQ(d.pool_min_idle, 2u);
-    EXPECT_EQ(d.pool_max, 16u);
+    EXPECT_EQ(d.pool_max, 1024u);
     EXPECT_EQ(d.connect_timeout.count(), 1000);
     EXPECT_EQ(d.log_level, "info");
     EXPECT_TRUE(r.policy().routes.empty());
@@ -366,8 +366,8 @@ TEST(PolicyLoader, ErrorsAreSortedAndCapped)
     text = "[daemon]\npool_max = 0\n" + text;
     const std::vector<std::string> errors = errors_of(text);
     ASSERT_EQ(errors.size(), PolicyLoader::kMaxErrors);
-    EXPECT_EQ(errors[0], "t.toml:2:12: daemon.pool_max: 0 is out of range 1..16 (pooled connections per endpoint; "
-                         "the data plane has 16 slots per pool)");
+    EXPECT_EQ(errors[0], "t.toml:2:12: daemon.pool_max: 0 is out of range 1..1024 (pooled kernel-path connections "
+                         "per endpoint; the data plane's pools hold at most 1024)");
     EXPECT_EQ(errors[1], "t.toml:12:1: route \"r0\".bogus: unknown key; allowed here: name, listeners, offload, "
                          "cluster, clusters, direct_response, match, jwt, rbac, rate_limit, request_headers, "
                          "response_headers, timeout_ms, connect_retries");
@@ -733,11 +733,11 @@ const ErrorCase kErrorCases[] = {
 
     // [daemon]
     {"pool_max_zero", "[daemon]\npool_max = 0\n",
-     "t.toml:8:12: daemon.pool_max: 0 is out of range 1..16 (pooled connections per endpoint; the data plane has 16 "
-     "slots per pool)"},
-    {"pool_max_seventeen", "[daemon]\npool_max = 17\n",
-     "t.toml:8:12: daemon.pool_max: 17 is out of range 1..16 (pooled connections per endpoint; the data plane has 16 "
-     "slots per pool)"},
+     "t.toml:8:12: daemon.pool_max: 0 is out of range 1..1024 (pooled kernel-path connections per endpoint; the data "
+     "plane's pools hold at most 1024)"},
+    {"pool_max_above_limit", "[daemon]\npool_max = 1025\n",
+     "t.toml:8:12: daemon.pool_max: 1025 is out of range 1..1024 (pooled kernel-path connections per endpoint; the "
+     "data plane's pools hold at most 1024)"},
     {"pool_min_idle_above_max", "[daemon]\npool_max = 4\npool_min_idle = 5\n",
      "t.toml:9:17: daemon.pool_min_idle: 5 is more than pool_max (4)"},
     {"ingress_budget_small", "[daemon]\ningress_budget = 1000\n",

@@ -1,6 +1,6 @@
-// UpstreamPool without a data plane (plain slot memory), against a real
-// listening socket on loopback: request timeouts of kernel exchanges and the
-// slow path's overflow connections.
+// UpstreamPool without a data plane (its shared words in plain memory),
+// against a real listening socket on loopback: request timeouts of kernel
+// exchanges, growth of kernel pools, and the slow path's own connections.
 #include <gtest/gtest.h>
 
 #include <time.h>
@@ -39,7 +39,7 @@ struct UpstreamPoolTest : ::testing::Test {
             "127.0.0.1:" + std::to_string(acceptor.local_endpoint().port()), &why);
         ASSERT_TRUE(a) << why;
         pool_id = pool.pool_id_for(*a).value();
-        pool.set_limits(0, 1, std::chrono::milliseconds(1000));
+        pool.set_limits(1, 1, std::chrono::milliseconds(1000));
         accept_forever();
     }
 
@@ -72,71 +72,123 @@ struct UpstreamPoolTest : ::testing::Test {
 
 TEST_F(UpstreamPoolTest, KernelExchangeTimesOutOnlyWhenSeenStaleTwice)
 {
-    UpstreamPtr c = acquire();
-    ASSERT_TRUE(c);
-    uint32_t id = c->slot_id();
+    // a kernel route's pool opens its slot (pool_min_idle = 1, pool_max = 1)
+    pool.set_kernel_pools({{0, {pool_id}}});
+    pool.warm_all();
+    uint32_t id = L7_NO_SLOT;
+    for (int i = 0; i < 200 && id == L7_NO_SLOT; i++) {
+        io.run_one_for(std::chrono::milliseconds(10));
+        for (uint32_t s = 0; s < L7_MAX_SLOTS && id == L7_NO_SLOT; s++)
+            if (pool.slot_state(s) == L7_SLOT_IDLE)
+                id = s;
+    }
     ASSERT_NE(id, L7_NO_SLOT);
-    l7_slot* s = pool.slot(id);
+    EXPECT_EQ(pool.figures(pool_id).slots, 1u);
+    uint64_t* st = pool.state_word(id);
     const auto timeout = std::chrono::milliseconds(1000);
+    auto stamp = [&](uint32_t uses, uint64_t start) {
+        l7_slot s = pool.slot(id).value();
+        s.uses = uses;
+        s.req_start_ns = start;
+        ASSERT_TRUE(pool.slot_write(id, s));
+    };
 
     // The data plane claimed the slot but has not stamped the request yet:
     // the stamp is the previous request's, long past.
-    s->state = L7_SLOT_KBUSY;
-    s->uses = 5;
-    s->req_start_ns = now_ns() - 10'000'000'000ull;
+    *st = L7_SLOT_KBUSY;
+    stamp(5, now_ns() - 10'000'000'000ull);
     pool.sweep(timeout);
     EXPECT_TRUE(ends.empty());
-    EXPECT_EQ(s->state, L7_SLOT_KBUSY);
+    EXPECT_EQ(*st, L7_SLOT_KBUSY);
 
     // ... and stamps it: a fresh exchange, nothing to time out.
-    s->uses = 6;
-    s->req_start_ns = now_ns();
+    stamp(6, now_ns());
     pool.sweep(timeout);
     EXPECT_TRUE(ends.empty());
 
     // A real timeout: the same stale stamp on two consecutive sweeps.
-    s->req_start_ns = now_ns() - 5'000'000'000ull;
+    stamp(6, now_ns() - 5'000'000'000ull);
     pool.sweep(timeout);
     EXPECT_TRUE(ends.empty());
     pool.sweep(timeout);
     ASSERT_EQ(ends.size(), 1u);
     EXPECT_EQ(ends[0].kind, KernelExchangeEnd::Kind::Failed);
     EXPECT_EQ(ends[0].status, 504);
-    EXPECT_EQ(s->state, L7_SLOT_EMPTY);
+    // retired, and a replacement is being opened for the kernel
+    EXPECT_NE(*st, L7_SLOT_KBUSY);
 }
 
-TEST_F(UpstreamPoolTest, SlowPathOverflowsWhenEverySlotIsBusy)
+TEST_F(UpstreamPoolTest, SlowPathUsesConnectionsOfItsOwn)
 {
+    // the kernel's slot of this pool is open and idle ...
+    pool.set_kernel_pools({{0, {pool_id}}});
+    pool.warm_all();
+    for (int i = 0; i < 200 && pool.figures(pool_id).idle < 1; i++)
+        io.run_one_for(std::chrono::milliseconds(10));
+    ASSERT_EQ(pool.figures(pool_id).idle, 1u);
+
+    // ... and the slow path never takes it: its connections are its own
     UpstreamPtr a = acquire();
     ASSERT_TRUE(a);
-    EXPECT_NE(a->slot_id(), L7_NO_SLOT);
-    // pool_max = 1: the second connection is an overflow connection
+    EXPECT_EQ(a->slot_id(), L7_NO_SLOT);
+    EXPECT_EQ(pool.figures(pool_id).idle, 1u);
     UpstreamPtr b = acquire();
     ASSERT_TRUE(b);
     EXPECT_EQ(b->slot_id(), L7_NO_SLOT);
-    EXPECT_EQ(pool.open_connections(), 2u);
+    EXPECT_EQ(pool.figures(pool_id).private_open, 2u);
+    EXPECT_EQ(pool.open_connections(), 3u);
 
-    // a reusable overflow connection is kept idle and reused
+    // a reusable one is kept idle and reused
     pool.release(b, true);
     UpstreamPtr again = acquire();
     EXPECT_EQ(again, b);
-    EXPECT_EQ(pool.open_connections(), 2u);
+    EXPECT_EQ(pool.open_connections(), 3u);
 
-    // an idle overflow connection the upstream closes is dropped
+    // an idle one the upstream closes is dropped
     pool.release(again, true);
-    for (int i = 0; i < 100 && accepted.size() < 2; i++)
+    for (int i = 0; i < 100 && accepted.size() < 3; i++)
         io.run_one_for(std::chrono::milliseconds(10));
-    ASSERT_EQ(accepted.size(), 2u);
-    accepted[1].close();
-    for (int i = 0; i < 100 && pool.open_connections() != 1; i++)
+    ASSERT_EQ(accepted.size(), 3u);
+    accepted[2].close();
+    for (int i = 0; i < 100 && pool.open_connections() != 2; i++)
         io.run_one_for(std::chrono::milliseconds(10));
-    EXPECT_EQ(pool.open_connections(), 1u);
-
-    // a connection that is not reusable is closed, not kept
-    UpstreamPtr c = acquire();
-    ASSERT_TRUE(c);
-    EXPECT_EQ(c->slot_id(), L7_NO_SLOT);
     EXPECT_EQ(pool.open_connections(), 2u);
-    pool.release(c, false);
+
+    // one that is not reusable is closed, not kept
+    pool.release(a, false);
     EXPECT_EQ(pool.open_connections(), 1u);
+    EXPECT_EQ(pool.figures(pool_id).private_open, 0u);
+}
+
+TEST_F(UpstreamPoolTest, AcceptedClientsAndMissesGrowTheKernelPool)
+{
+    pool.set_limits(1, 64, std::chrono::milliseconds(1000));
+    pool.set_kernel_pools({{7, {pool_id}}});
+    auto settle = [&](uint32_t want) {
+        for (int i = 0; i < 300 && pool.figures(pool_id).idle < want; i++)
+            io.run_one_for(std::chrono::milliseconds(10));
+    };
+    // pre-warming: 10 clients on listener 7 get 10 connections + pool_min_idle
+    pool.on_client_accepted(7, 10);
+    settle(11);
+    EXPECT_EQ(pool.figures(pool_id).slots, 11u);
+    EXPECT_EQ(pool.figures(pool_id).chunks, 1u);
+    // another listener's clients do not grow this pool
+    pool.on_client_accepted(8, 40);
+    EXPECT_EQ(pool.figures(pool_id).slots, 11u);
+    // a miss doubles it (the kernel raised the flag; it is cleared)
+    pool.shared_pool(pool_id)->miss = 1;
+    pool.on_pool_miss(pool_id);
+    settle(22);
+    EXPECT_EQ(pool.figures(pool_id).slots, 22u);
+    EXPECT_EQ(pool.shared_pool(pool_id)->miss, 0u);
+    // every idle slot is marked in the pool's hints, in its chunk's word
+    const l7_pool* sp = pool.shared_pool(pool_id);
+    ASSERT_EQ(sp->n_chunks, 1u);
+    EXPECT_EQ(__builtin_popcountll(sp->idle[0]), 22);
+    // pool_max bounds it across chunks
+    pool.on_client_accepted(7, 500);
+    settle(64);
+    EXPECT_EQ(pool.figures(pool_id).slots, 64u);
+    EXPECT_EQ(pool.figures(pool_id).chunks, 1u);
 }

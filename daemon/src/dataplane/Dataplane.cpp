@@ -81,6 +81,46 @@ void update_or_throw(int fd, const void* key, const void* val, const char* what)
 
 }  // namespace
 
+template <class T>
+MappedArray<T>::MappedArray(int map_fd, uint32_t entries, const char* what)
+{
+    // the kernel lays array values out 8-byte aligned: T must be too
+    static_assert(sizeof(T) % 8 == 0, "an mmapped array's value is a multiple of 8 bytes");
+    len_ = (entries * sizeof(T) + 4095) & ~size_t(4095);
+    void* p = ::mmap(nullptr, len_, PROT_READ | PROT_WRITE, MAP_SHARED, map_fd, 0);
+    if (p == MAP_FAILED)
+        throw DataplaneError(std::string("mapping ") + what + ": " + errstr(errno));
+    base_ = static_cast<T*>(p);
+    entries_ = entries;
+}
+
+template <class T>
+MappedArray<T>::~MappedArray()
+{
+    if (base_)
+        ::munmap(base_, len_);
+}
+
+template <class T>
+MappedArray<T>& MappedArray<T>::operator=(MappedArray&& o) noexcept
+{
+    if (this != &o) {
+        if (base_)
+            ::munmap(base_, len_);
+        base_ = o.base_;
+        entries_ = o.entries_;
+        len_ = o.len_;
+        o.base_ = nullptr;
+        o.entries_ = 0;
+        o.len_ = 0;
+    }
+    return *this;
+}
+
+template class MappedArray<uint64_t>;
+template class MappedArray<l7_pool>;
+template class MappedArray<l7_conn_sync>;
+
 Dataplane::Dataplane(const DataplaneOptions& opts) : opts_(opts)
 {
     libbpf_set_print(libbpf_print);
@@ -100,13 +140,17 @@ Dataplane::Dataplane(const DataplaneOptions& opts) : opts_(opts)
             recover_state();
         else
             pin();
-        slot_stride_ = (sizeof(l7_slot) + 7) & ~size_t(7);
-        slots_len_ = (L7_MAX_SLOTS * slot_stride_ + 4095) & ~size_t(4095);
-        void* p = ::mmap(nullptr, slots_len_, PROT_READ | PROT_WRITE, MAP_SHARED,
-                         bpf_map__fd(skel_->maps.l7_slots), 0);
-        if (p == MAP_FAILED)
-            throw DataplaneError("mapping the pool table: " + errstr(errno));
-        slots_ = static_cast<l7_slot*>(p);
+        slot_states_ = MappedArray<uint64_t>(bpf_map__fd(skel_->maps.l7_slot_state), L7_MAX_SLOTS,
+                                             "l7_slot_state");
+        pools_ = MappedArray<l7_pool>(bpf_map__fd(skel_->maps.l7_pools), L7_MAX_POOLS, "l7_pools");
+        conn_sync_ = MappedArray<l7_conn_sync>(bpf_map__fd(skel_->maps.l7_conn_sync), L7_MAX_CONNS,
+                                               "l7_conn_sync");
+        if (const auto& f = test_faults(); f.conns_max)
+            remote_capacity_ = *f.conns_max;
+        remote_used_.assign(L7_MAX_CONNS - L7_CONNS_LOCAL, false);
+        for (const auto& [k, r] : conn_refs())
+            if (r.idx >= L7_CONNS_LOCAL && r.idx < L7_MAX_CONNS)
+                remote_used_[r.idx - L7_CONNS_LOCAL] = true;
         events_ = ring_buffer__new(bpf_map__fd(skel_->maps.l7_events), &Dataplane::on_event,
                                    this, nullptr);
         if (!events_)
@@ -227,10 +271,9 @@ void Dataplane::release() noexcept
         ring_buffer__free(events_);
         events_ = nullptr;
     }
-    if (slots_) {
-        ::munmap(slots_, slots_len_);
-        slots_ = nullptr;
-    }
+    slot_states_ = {};
+    pools_ = {};
+    conn_sync_ = {};
     if (!skel_)
         return;
     // Handing over: the pins keep the maps and the link (and so the
@@ -540,73 +583,167 @@ void Dataplane::drain_route_counters(uint32_t gen, uint32_t n_routes, std::vecto
     }
 }
 
-std::optional<l7_conn> Dataplane::conn(const l7_conn_key& k) const
+std::optional<ConnRef> Dataplane::conn_of(const l7_conn_key& k) const
+{
+    l7_sk_ref r{};
+    if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.l7_conn_by_tuple), &k, &r) != 0 ||
+        r.kind != L7_REF_CLIENT || r.idx >= L7_MAX_CONNS)
+        return std::nullopt;
+    return ConnRef{r.idx, r.gen};
+}
+
+std::optional<l7_conn> Dataplane::conn(ConnRef r) const
 {
     l7_conn c{};
-    if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.l7_conns), &k, &c) != 0)
+    if (!r.valid() || bpf_map_lookup_elem(bpf_map__fd(skel_->maps.l7_conns), &r.idx, &c) != 0 ||
+        c.state != L7_CONN_USED || c.gen != r.gen)
         return std::nullopt;
     return c;
 }
 
-bool Dataplane::conn_create(const l7_conn_key& k, uint32_t listener_id, uint8_t side)
+namespace {
+
+std::optional<uint64_t> socket_cookie(int fd)
 {
+    uint64_t cookie = 0;
+    socklen_t len = sizeof(cookie);
+    if (::getsockopt(fd, SOL_SOCKET, SO_COOKIE, &cookie, &len) != 0)
+        return std::nullopt;
+    return cookie;
+}
+
+}  // namespace
+
+ConnRef Dataplane::conn_create_remote(const l7_conn_key& k, uint32_t listener_id, int fd)
+{
+    const uint32_t half = L7_MAX_CONNS - L7_CONNS_LOCAL;
+    std::optional<uint32_t> idx;
+    uint32_t in_use = 0;
+    for (bool u : remote_used_)
+        in_use += u;
+    for (uint32_t i = 0; i < half && in_use < remote_capacity_; i++) {
+        uint32_t cand = (remote_cursor_ + i) % half;
+        if (!remote_used_[cand]) {
+            idx = L7_CONNS_LOCAL + cand;
+            remote_cursor_ = (cand + 1) % half;
+            break;
+        }
+    }
+    auto cookie = socket_cookie(fd);
+    if (!idx || !cookie) {
+        note_map_update_failure("l7_conns", idx ? errno : E2BIG, "new client connections take the slow path");
+        return {};
+    }
+    int cfd = bpf_map__fd(skel_->maps.l7_conns);
     l7_conn c{};
+    bpf_map_lookup_elem(cfd, &*idx, &c);  // for its gen
+    uint32_t gen = c.gen + 1;
+    c = l7_conn{};
+    c.state = L7_CONN_USED;
+    c.gen = gen;
+    c.key = k;
     c.listener_id = listener_id;
     c.mode = L7_MODE_KERNEL;
-    c.side = side;
-    if (bpf_map_update_elem(bpf_map__fd(skel_->maps.l7_conns), &k, &c, BPF_NOEXIST) == 0)
-        return true;
-    if (errno != EEXIST)
-        note_map_update_failure("l7_conns", errno, "new client connections take the slow path");
-    return false;
-}
-
-bool Dataplane::insert_remote_socket(const l7_conn_key& k, int fd)
-{
+    c.side = L7_SIDE_REMOTE;
+    c.last_slot = L7_NO_SLOT;
+    ConnRef ref{*idx, gen};
+    l7_sk_ref r{};
+    r.kind = L7_REF_CLIENT;
+    r.idx = ref.idx;
+    r.gen = ref.gen;
+    l7_conn_sync* sy = conn_sync_.at(ref.idx);
     uint64_t v = static_cast<uint64_t>(fd);
-    return bpf_map_update_elem(bpf_map__fd(skel_->maps.l7_sk_remote), &k, &v, BPF_ANY) == 0;
-}
-
-void Dataplane::conn_publish(const l7_conn_key& k, const l7_conn_user& u)
-{
-    if (bpf_map_update_elem(bpf_map__fd(skel_->maps.l7_conn_user), &k, &u, BPF_ANY) != 0)
-        note_map_update_failure("l7_conn_user", errno,
-                                "requests after a slow-path one on such a connection stay in the slow path");
-}
-
-void Dataplane::conn_clear_outstanding(const l7_conn_key& k)
-{
-    l7_ctl_args a{};
-    a.op = L7_CTL_CLEAR_OUTSTANDING;
-    a.key = k;
-    LIBBPF_OPTS(bpf_test_run_opts, run, .ctx_in = &a, .ctx_size_in = sizeof(a));
-    if (bpf_prog_test_run_opts(bpf_program__fd(skel_->progs.l7_ctl), &run) != 0)
-        log::warning("clearing the kernel request of ", to_string(k), ": ", errstr(errno));
-}
-
-void Dataplane::conn_forget(const l7_conn_key& k)
-{
-    bpf_map_delete_elem(bpf_map__fd(skel_->maps.l7_conns), &k);
-    bpf_map_delete_elem(bpf_map__fd(skel_->maps.l7_conn_user), &k);
-    bpf_map_delete_elem(bpf_map__fd(skel_->maps.l7_sk_remote), &k);
-}
-
-l7_conn_user Dataplane::conn_user(const l7_conn_key& k) const
-{
-    l7_conn_user u{};
-    if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.l7_conn_user), &k, &u) != 0)
+    if (!sy || bpf_map_update_elem(cfd, &ref.idx, &c, BPF_ANY) != 0) {
+        note_map_update_failure("l7_conns", errno, "new client connections take the slow path");
         return {};
-    return u;
+    }
+    *sy = l7_conn_sync{};
+    sy->gen = gen;
+    remote_used_[ref.idx - L7_CONNS_LOCAL] = true;
+    if (bpf_map_update_elem(bpf_map__fd(skel_->maps.l7_conn_by_tuple), &k, &r, BPF_ANY) != 0 ||
+        bpf_map_update_elem(bpf_map__fd(skel_->maps.l7_ref_by_cookie), &*cookie, &r, BPF_ANY) != 0 ||
+        bpf_map_update_elem(bpf_map__fd(skel_->maps.l7_sk_remote), &ref.idx, &v, BPF_ANY) != 0) {
+        note_map_update_failure("l7_ref_by_cookie", errno, "new client connections take the slow path");
+        conn_free(ref, k, fd);
+        return {};
+    }
+    return ref;
 }
 
-std::vector<l7_conn_key> Dataplane::conn_keys() const
+void Dataplane::conn_free(ConnRef r, const l7_conn_key& k, int remote_fd)
 {
-    std::vector<l7_conn_key> out;
-    int fd = bpf_map__fd(skel_->maps.l7_conns);
+    if (!r.valid())
+        return;
+    // the socket first: once the entry is free, sockops may hand its index
+    // to a new connection, whose socket a late delete would remove
+    if (remote_fd >= 0) {
+        bpf_map_delete_elem(bpf_map__fd(skel_->maps.l7_sk_remote), &r.idx);
+        if (auto cookie = socket_cookie(remote_fd))
+            bpf_map_delete_elem(bpf_map__fd(skel_->maps.l7_ref_by_cookie), &*cookie);
+    } else {
+        bpf_map_delete_elem(bpf_map__fd(skel_->maps.l7_sk_client), &r.idx);
+    }
+    int tfd = bpf_map__fd(skel_->maps.l7_conn_by_tuple);
+    l7_sk_ref cur{};
+    if (bpf_map_lookup_elem(tfd, &k, &cur) == 0 && cur.idx == r.idx && cur.gen == r.gen)
+        bpf_map_delete_elem(tfd, &k);
+    int cfd = bpf_map__fd(skel_->maps.l7_conns);
+    l7_conn c{};
+    if (bpf_map_lookup_elem(cfd, &r.idx, &c) == 0 && c.state == L7_CONN_USED && c.gen == r.gen) {
+        // a whole-value write: only the owner of a USED entry writes it
+        // this way, and sockops allocates FREE ones only
+        l7_conn freed{};
+        freed.state = L7_CONN_FREE;
+        freed.gen = c.gen;
+        bpf_map_update_elem(cfd, &r.idx, &freed, BPF_ANY);
+    }
+    if (r.idx >= L7_CONNS_LOCAL)
+        remote_used_[r.idx - L7_CONNS_LOCAL] = false;
+}
+
+bool Dataplane::conn_socket_present(ConnRef r, bool remote) const
+{
+    uint64_t cookie = 0;
+    return r.valid() &&
+           bpf_map_lookup_elem(bpf_map__fd(remote ? skel_->maps.l7_sk_remote : skel_->maps.l7_sk_client), &r.idx,
+                               &cookie) == 0;
+}
+
+size_t Dataplane::forget_stale_cookies()
+{
+    int fd = bpf_map__fd(skel_->maps.l7_ref_by_cookie);
+    std::vector<uint64_t> stale;
+    uint64_t cur = 0, next = 0;
+    const void* prev = nullptr;
+    while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+        l7_sk_ref r{};
+        if (bpf_map_lookup_elem(fd, &next, &r) == 0) {
+            bool live = r.kind == L7_REF_CLIENT ? conn(ConnRef{r.idx, r.gen}).has_value()
+                        : r.kind == L7_REF_SLOT  ? slot_state(r.idx) && *slot_state(r.idx) != L7_SLOT_EMPTY
+                                                 : false;
+            if (!live)
+                stale.push_back(next);
+        }
+        cur = next;
+        prev = &cur;
+    }
+    for (uint64_t c : stale)
+        bpf_map_delete_elem(fd, &c);
+    return stale.size();
+}
+
+l7_conn_sync* Dataplane::conn_sync(ConnRef r) const { return r.valid() ? conn_sync_.at(r.idx) : nullptr; }
+
+std::vector<std::pair<l7_conn_key, ConnRef>> Dataplane::conn_refs() const
+{
+    std::vector<std::pair<l7_conn_key, ConnRef>> out;
+    int fd = bpf_map__fd(skel_->maps.l7_conn_by_tuple);
     l7_conn_key cur{}, next{};
     const void* prev = nullptr;
     while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-        out.push_back(next);
+        l7_sk_ref r{};
+        if (bpf_map_lookup_elem(fd, &next, &r) == 0 && r.kind == L7_REF_CLIENT)
+            out.emplace_back(next, ConnRef{r.idx, r.gen});
         cur = next;
         prev = &cur;
     }
@@ -637,11 +774,21 @@ std::vector<std::pair<l7_conn_key, uint32_t>> Dataplane::slot_tuples() const
     return out;
 }
 
-l7_slot* Dataplane::slot(uint32_t id) const
+uint64_t* Dataplane::slot_state(uint32_t id) const { return slot_states_.at(id); }
+
+l7_pool* Dataplane::pool(uint32_t pool_id) const { return pools_.at(pool_id); }
+
+std::optional<l7_slot> Dataplane::slot(uint32_t id) const
 {
-    if (id >= L7_MAX_SLOTS)
-        return nullptr;
-    return reinterpret_cast<l7_slot*>(reinterpret_cast<char*>(slots_) + id * slot_stride_);
+    l7_slot s{};
+    if (id >= L7_MAX_SLOTS || bpf_map_lookup_elem(bpf_map__fd(skel_->maps.l7_slots), &id, &s) != 0)
+        return std::nullopt;
+    return s;
+}
+
+bool Dataplane::slot_write(uint32_t id, const l7_slot& s)
+{
+    return id < L7_MAX_SLOTS && bpf_map_update_elem(bpf_map__fd(skel_->maps.l7_slots), &id, &s, BPF_ANY) == 0;
 }
 
 bool Dataplane::slot_register_tuple(const l7_conn_key& k, uint32_t id)
@@ -657,13 +804,20 @@ void Dataplane::slot_unregister_tuple(const l7_conn_key& k)
 bool Dataplane::insert_upstream_socket(uint32_t id, int fd)
 {
     uint64_t v = static_cast<uint64_t>(fd);
-    return bpf_map_update_elem(bpf_map__fd(skel_->maps.l7_sk_upstream), &id, &v, BPF_ANY) == 0;
+    auto cookie = socket_cookie(fd);
+    l7_sk_ref r{};
+    r.kind = L7_REF_SLOT;
+    r.idx = id;
+    return cookie && bpf_map_update_elem(bpf_map__fd(skel_->maps.l7_ref_by_cookie), &*cookie, &r, BPF_ANY) == 0 &&
+           bpf_map_update_elem(bpf_map__fd(skel_->maps.l7_sk_upstream), &id, &v, BPF_ANY) == 0;
 }
 
-void Dataplane::remove_slot_sockets(uint32_t id)
+void Dataplane::remove_slot_sockets(uint32_t id, int fd)
 {
     bpf_map_delete_elem(bpf_map__fd(skel_->maps.l7_sk_upstream), &id);
     bpf_map_delete_elem(bpf_map__fd(skel_->maps.l7_sk_backend), &id);
+    if (auto cookie = fd >= 0 ? socket_cookie(fd) : std::nullopt)
+        bpf_map_delete_elem(bpf_map__fd(skel_->maps.l7_ref_by_cookie), &*cookie);
 }
 
 int Dataplane::events_fd() const { return events_ ? ring_buffer__epoll_fd(events_) : -1; }

@@ -26,6 +26,13 @@ struct CompiledTables;
 
 namespace l7fast::dataplane {
 
+// A client connection's entry in l7_conns: its index and allocation count.
+struct ConnRef {
+    uint32_t idx = L7_NO_CONN;
+    uint32_t gen = 0;
+    bool valid() const { return idx < L7_MAX_CONNS; }
+};
+
 class DataplaneError : public std::runtime_error {
 public:
     using std::runtime_error::runtime_error;
@@ -40,6 +47,28 @@ struct DataplaneOptions {
     // (restart without dropping connections) when they are of this ABI
     // version; otherwise, or when false, start clean.
     bool adopt = false;
+};
+
+// A BPF_F_MMAPABLE array map, mapped for the daemon's life. The whole
+// mapping counts in the daemon's RSS from the start, so only small maps are
+// mapped (l7_slot_state 256 KiB, l7_conn_sync 1 MiB, l7_pools 44 KiB).
+template <class T>
+class MappedArray {
+public:
+    MappedArray() = default;
+    MappedArray(int map_fd, uint32_t entries, const char* what);
+    ~MappedArray();
+    MappedArray(MappedArray&& o) noexcept { *this = std::move(o); }
+    MappedArray& operator=(MappedArray&& o) noexcept;
+    MappedArray(const MappedArray&) = delete;
+    MappedArray& operator=(const MappedArray&) = delete;
+    T* at(uint32_t i) const { return i < entries_ ? base_ + i : nullptr; }
+    uint32_t size() const { return entries_; }
+
+private:
+    T* base_ = nullptr;
+    uint32_t entries_ = 0;
+    size_t len_ = 0;
 };
 
 class Dataplane {
@@ -92,31 +121,51 @@ public:
     size_t jwt_cache_entries() const;
 
     // ---- client connections ---------------------------------------------
-    std::optional<l7_conn> conn(const l7_conn_key& k) const;
-    // Registers a client the data plane has not seen (remote client, or a
-    // local one outside the cgroup).
-    bool conn_create(const l7_conn_key& k, uint32_t listener_id, uint8_t side);
-    // The daemon's accepted socket of a remote client: its bytes go through
-    // SK_SKB, and it is the redirect target for the client's responses.
-    bool insert_remote_socket(const l7_conn_key& k, int fd);
-    // l7_conn_user: what the slow path has answered and written (ABI header)
-    void conn_publish(const l7_conn_key& k, const l7_conn_user& u);
-    // Clears k_outstanding after the daemon finished a kernel exchange.
-    void conn_clear_outstanding(const l7_conn_key& k);
-    void conn_forget(const l7_conn_key& k);
-    // l7_conn_user (zero when absent)
-    l7_conn_user conn_user(const l7_conn_key& k) const;
-    // every key of l7_conns (adoption: forget the ones without a session)
-    std::vector<l7_conn_key> conn_keys() const;
+    // The l7_conns entry of a client connection, by its 4-tuple: local
+    // clients get theirs from sockops, remote ones from conn_create_remote.
+    std::optional<ConnRef> conn_of(const l7_conn_key& k) const;
+    // Its kernel state (a system call; nullopt once freed or reused).
+    std::optional<l7_conn> conn(ConnRef r) const;
+    // A client the data plane has not seen (remote, or a local one outside
+    // the cgroup or beyond sockops' table): an entry of the daemon's half,
+    // with the daemon's accepted socket `fd` in l7_sk_remote (its bytes go
+    // through SK_SKB, and it is the redirect target for the client's
+    // responses). An invalid ref when the table is full.
+    ConnRef conn_create_remote(const l7_conn_key& k, uint32_t listener_id, int fd);
+    // Ends the data plane's part of a connection: its socket leaves the
+    // socket map, then the entry is freed (gen keeps the old references
+    // from matching a reused entry). `remote_fd`: the daemon's socket of a
+    // remote client, -1 for a local one.
+    void conn_free(ConnRef r, const l7_conn_key& k, int remote_fd);
+    // The connection's hand-back counts, shared with the kernel (mmapped).
+    l7_conn_sync* conn_sync(ConnRef r) const;
+    // every entry of l7_conn_by_tuple (adoption: free the ones without a session)
+    std::vector<std::pair<l7_conn_key, ConnRef>> conn_refs() const;
+    // Whether an entry's socket is still in its socket map (a closed socket
+    // leaves it by itself): a client waiting in a listener's backlog has
+    // one, a connection that died without the daemon has none.
+    bool conn_socket_present(ConnRef r, bool remote) const;
+    // Deletes socket-cookie references whose connection entry is free or
+    // reused, or whose slot is empty (their sockets are gone); returns how
+    // many.
+    size_t forget_stale_cookies();
 
     // ---- upstream pool -----------------------------------------------------
-    l7_slot* slot(uint32_t id) const;
+    // The shared state word of a slot and a pool (mmapped).
+    uint64_t* slot_state(uint32_t id) const;
+    l7_pool* pool(uint32_t pool_id) const;
+    // The exchange on a slot (a system call) and its first write, before the
+    // connection exists.
+    std::optional<l7_slot> slot(uint32_t id) const;
+    bool slot_write(uint32_t id, const l7_slot& s);
     bool slot_register_tuple(const l7_conn_key& k, uint32_t id);
     void slot_unregister_tuple(const l7_conn_key& k);
     std::optional<uint32_t> slot_by_tuple(const l7_conn_key& k) const;
     std::vector<std::pair<l7_conn_key, uint32_t>> slot_tuples() const;
+    // The daemon's end of pooled connection `id` (SK_SKB for responses
+    // from the network).
     bool insert_upstream_socket(uint32_t id, int fd);
-    void remove_slot_sockets(uint32_t id);
+    void remove_slot_sockets(uint32_t id, int fd);
 
     // ---- events and telemetry ------------------------------------------------
     int events_fd() const;
@@ -153,9 +202,14 @@ private:
     std::vector<int> attached_map_fds_;
     ::ring_buffer* events_ = nullptr;
     const std::function<void(const l7_event&)>* consumer_ = nullptr;
-    l7_slot* slots_ = nullptr;
-    size_t slots_len_ = 0;
-    size_t slot_stride_ = 0;
+    // the maps the daemon reads and writes without system calls
+    MappedArray<uint64_t> slot_states_;
+    MappedArray<l7_pool> pools_;
+    MappedArray<l7_conn_sync> conn_sync_;
+    // the daemon's half of l7_conns (remote clients): which entries it uses
+    std::vector<bool> remote_used_;
+    uint32_t remote_cursor_ = 0;
+    uint32_t remote_capacity_ = L7_MAX_CONNS - L7_CONNS_LOCAL;
     uint32_t active_gen_ = 0;
     l7_config config_{};
     // match keys written per generation, so a later install can delete them

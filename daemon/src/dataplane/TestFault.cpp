@@ -33,10 +33,11 @@ TestFaults parse(const char* env)
         } else if (word.rfind("map-full=", 0) == 0) {
             char* end = nullptr;
             unsigned long n = std::strtoul(word.c_str() + 9, &end, 10);
-            if (end && !*end && n >= 1 && n <= L7_MAX_CONNS)
+            if (end && !*end && n >= 1 && n <= L7_CONN_PROBES && (n & (n - 1)) == 0)
                 f.conns_max = static_cast<uint32_t>(n);
             else
-                log::warning("L7FAST_TEST_FAULT: ", word, ": N must be 1..", L7_MAX_CONNS);
+                log::warning("L7FAST_TEST_FAULT: ", word, ": N must be a power of two up to ",
+                             L7_CONN_PROBES);
         } else if (!word.empty()) {
             log::warning("L7FAST_TEST_FAULT: unknown fault \"", word, "\" ignored");
         }
@@ -62,10 +63,11 @@ std::string apply_test_faults(l7fast_bpf* skel)
         return "creating map l7_conns: " + std::string(std::strerror(EPERM)) +
                " (RLIMIT_MEMLOCK too small for the data plane's maps; simulated by "
                "L7FAST_TEST_FAULT=memlock)";
-    if (f.conns_max) {
-        bpf_map__set_max_entries(skel->maps.l7_conns, *f.conns_max);
-        bpf_map__set_max_entries(skel->maps.l7_conn_user, *f.conns_max);
-    }
+    // sockops' part of l7_conns shrinks to N entries (all of them within
+    // its probes: exactly N local clients fit); Dataplane gives the daemon's
+    // part N entries too
+    if (f.conns_max)
+        skel->rodata->cfg_conns_local_mask = *f.conns_max - 1;
     // a program type whose context and helpers do not fit the code: the
     // verifier of the running kernel refuses it (EACCES/EINVAL), exactly
     // the path a kernel lacking something the program needs takes

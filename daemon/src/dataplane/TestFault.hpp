@@ -16,8 +16,9 @@
 //                    RLIMIT_MEMLOCK is too small (5.11+ charge BPF memory
 //                    to the memory cgroup and ignore RLIMIT_MEMLOCK, so a
 //                    low limit alone cannot make it fail here).
-//   map-full=N       l7_conns and l7_conn_user get N entries instead of
-//                    L7_MAX_CONNS, so the tables really fill with N clients.
+//   map-full=N       l7_conns holds N local and N remote clients instead
+//                    of L7_MAX_CONNS / 2 each (N a power of two <= 8), so
+//                    the table really fills with N clients of each kind.
 #pragma once
 
 #include <cstdint>

@@ -54,9 +54,9 @@ struct DaemonSettings {
     bool kernel_dataplane = true;
     // offload requests from clients on other hosts (SK_SKB on accepted sockets)
     bool offload_remote_clients = true;
-    // idle pooled connections kept open per endpoint
+    // idle pooled connections kept open per endpoint (kernel routes' pools)
     uint32_t pool_min_idle = 2;
-    uint32_t pool_max = 16;  // at most L7_SLOTS_PER_POOL
+    uint32_t pool_max = 1024;  // kernel-path connections per endpoint, at most L7_POOL_MAX
     std::chrono::milliseconds connect_timeout{1000};
     std::chrono::milliseconds request_timeout{15000};   // slow path: whole exchange
     std::chrono::milliseconds header_timeout{10000};    // slow path: request head

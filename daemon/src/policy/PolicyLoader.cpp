@@ -833,11 +833,11 @@ void read_daemon(const FileContext& cx, const toml::table& t, DaemonSettings& s,
         s.kernel_dataplane = *v;
     if (auto v = r.boolean("offload_remote_clients"))
         s.offload_remote_clients = *v;
-    if (auto v = r.integer("pool_max", 1, L7_SLOTS_PER_POOL,
-                           "pooled connections per endpoint; the data plane has " +
-                               std::to_string(L7_SLOTS_PER_POOL) + " slots per pool"))
+    if (auto v = r.integer("pool_max", 1, L7_POOL_MAX,
+                           "pooled kernel-path connections per endpoint; the data plane's pools "
+                           "hold at most " + std::to_string(L7_POOL_MAX)))
         s.pool_max = static_cast<uint32_t>(*v);
-    if (auto v = r.integer("pool_min_idle", 0, L7_SLOTS_PER_POOL)) {
+    if (auto v = r.integer("pool_min_idle", 0, L7_POOL_MAX)) {
         if (static_cast<uint32_t>(*v) > s.pool_max)
             r.error("pool_min_idle", std::to_string(*v) + " is more than pool_max (" +
                                          std::to_string(s.pool_max) + ")");

@@ -22,6 +22,7 @@ struct Field {
 LocalResponse build(int status, std::span<const Field> extra, std::string_view body, bool close)
 {
     LocalResponse r;
+    r.close = close;
     std::string& b = r.bytes;
     b.reserve(128 + body.size());
     b += "HTTP/1.1 ";

@@ -30,6 +30,7 @@ namespace l7fast::policy {
 struct LocalResponse {
     std::string bytes;     // head, then body
     size_t head_size = 0;  // bytes[0, head_size) is the head: the answer to a HEAD request
+    bool close = false;    // it says "Connection: close": the connection ends after it
 };
 
 // The IANA-registered reason phrase (RFC 9110 section 15), "" for an

@@ -110,15 +110,16 @@ void Deadline::disarm()
 }
 
 ClientSession::ClientSession(ProxyServer& server, tcp::socket sock, const l7_conn_key& key,
-                             const policy::SocketAddress& listener, bool tracked,
-                             const l7_conn_user& published)
-    : server_(server),
-      sock_(std::move(sock)),
-      key_(key),
-      listener_(listener),
-      tracked_(tracked),
-      published_(published)
+                             const policy::SocketAddress& listener, SessionConn conn)
+    : server_(server), sock_(std::move(sock)), key_(key), listener_(listener), conn_(conn)
 {
+    if (conn_.ref.valid() && server_.dataplane())
+        sync_ = server_.dataplane()->conn_sync(conn_.ref);
+    if (sync_) {
+        // what the previous daemon published (zero for a new connection)
+        consumed_ = answered_consumed_ = std::atomic_ref<__u32>(sync_->u_consumed).load();
+        written_ = std::atomic_ref<__u32>(sync_->u_bytes).load();
+    }
 }
 
 void ClientSession::start()
@@ -131,18 +132,26 @@ void ClientSession::consume(size_t n)
     n = std::min(n, in_len_);
     std::memmove(in_.data(), in_.data() + n, in_len_ - n);
     in_len_ -= n;
+    consumed_ += static_cast<uint32_t>(n);
 }
 
-void ClientSession::answered()
+void ClientSession::publish(size_t final_bytes, bool answers_request)
 {
-    published_.u_done++;
-    publish();
+    if (answers_request)
+        answered_consumed_ = consumed_;
+    if (!sync_)
+        return;
+    // u_bytes before u_consumed: the kernel reads them the other way
+    // round, so it never pairs a new u_consumed with an old u_bytes
+    std::atomic_ref<__u32>(sync_->u_bytes).store(written_ + static_cast<uint32_t>(final_bytes),
+                                               std::memory_order_release);
+    std::atomic_ref<__u32>(sync_->u_consumed).store(answered_consumed_, std::memory_order_release);
 }
 
-void ClientSession::publish()
+void ClientSession::kernel_done()
 {
-    if (tracked_ && server_.dataplane())
-        server_.dataplane()->conn_publish(key_, published_);
+    if (sync_)
+        std::atomic_ref<__u32>(sync_->k_busy).store(0, std::memory_order_release);
 }
 
 void ClientSession::finish()
@@ -151,11 +160,14 @@ void ClientSession::finish()
         return;
     finished_ = true;
     FdStore::get().remove(client_store_name(key_));
+    // the data plane lets go of the connection while the socket (and so
+    // its cookie) still exists
+    if (conn_.ref.valid() && server_.dataplane())
+        server_.dataplane()->conn_free(conn_.ref, key_, conn_.remote ? sock_.native_handle() : -1);
+    sync_ = nullptr;
     error_code ig;
     sock_.shutdown(tcp::socket::shutdown_send, ig);
     sock_.close(ig);
-    if (tracked_ && server_.dataplane())
-        server_.dataplane()->conn_forget(key_);
     server_.session_ended(key_);
 }
 
@@ -209,14 +221,12 @@ awaitable<int> ClientSession::read_request_head(l7_msg& m)
 // once the data plane has no request of this connection in flight.
 awaitable<bool> ClientSession::wait_kernel_idle()
 {
-    auto* dp = server_.dataplane();
-    if (!tracked_ || !dp)
+    if (!sync_)
         co_return true;
     auto limit = std::chrono::steady_clock::now() + server_.runtime()->policy().daemon.request_timeout;
     asio::steady_timer t(server_.io());
     for (;;) {
-        auto c = dp->conn(key_);
-        if (!c || c->k_outstanding == 0)
+        if (!sync_ || std::atomic_ref<__u32>(sync_->k_busy).load(std::memory_order_acquire) == 0)
             co_return true;
         if (std::chrono::steady_clock::now() > limit || closing_)
             co_return false;
@@ -226,12 +236,9 @@ awaitable<bool> ClientSession::wait_kernel_idle()
     }
 }
 
-// Written at once when the socket has room, else asynchronously. The
-// synchronous case matters: the caller publishes "answered" (u_done) right
-// after, and until then the data plane hands this connection's next request
-// to the slow path (user_pending). An async_write completes through the
-// io_context's queue, behind whatever else is ready, while the client, which
-// already has the response, is sending its next request.
+// Written at once when the socket has room (the common case: one system
+// call), else asynchronously. Every byte counts in written_, which the next
+// publish() tells the data plane.
 awaitable<bool> ClientSession::write_client(std::string_view data)
 {
     error_code ec;
@@ -254,7 +261,7 @@ awaitable<bool> ClientSession::write_client(std::string_view data)
                                                  asio::redirect_error(use_awaitable, ec));
         done += more;
     }
-    published_.u_bytes += done;  // told the data plane by the caller's publish()
+    written_ += static_cast<uint32_t>(done);
     co_return !ec;
 }
 
@@ -274,9 +281,12 @@ awaitable<uint64_t> ClientSession::respond_local(const policy::LocalResponse& r)
         bytes = bytes.substr(0, r.head_size);
     bool idle = co_await wait_kernel_idle();
     bool wrote = false;
+    // an answer that closes the connection leaves it the slow path's: bytes
+    // the client sends after it (the rest of a body nobody read, say) must
+    // never be taken for a request
+    publish(idle ? bytes.size() : 0, !r.close);
     if (idle)
         wrote = co_await write_client(bytes);
-    answered();
     co_return wrote ? bytes.size() : 0;
 }
 
@@ -387,8 +397,9 @@ awaitable<ClientSession::Exchange> ClientSession::pipe_response(UpstreamConn& up
         co_return static_cast<long>(n);
     };
     // Sends the first n bytes of buf, or `instead` in their place (a
-    // rewritten head).
-    auto send = [&](size_t n, const std::string* instead) -> awaitable<bool> {
+    // rewritten head); `last`: they end the response, so they are
+    // published first (a relay's answer to no request of its own).
+    auto send = [&](size_t n, const std::string* instead, bool last) -> awaitable<bool> {
         if (!x.wrote && wait_kernel) {
             bool idle = co_await wait_kernel_idle();
             if (!idle)
@@ -396,6 +407,8 @@ awaitable<ClientSession::Exchange> ClientSession::pipe_response(UpstreamConn& up
         }
         x.wrote = true;
         std::string_view out = instead ? std::string_view(*instead) : std::string_view(buf.data(), n);
+        if (last)
+            publish(out.size(), wait_kernel);
         bool ok = co_await write_client(out);
         x.bytes += out.size();
         std::memmove(buf.data(), buf.data() + n, len - n);
@@ -431,7 +444,9 @@ awaitable<ClientSession::Exchange> ClientSession::pipe_response(UpstreamConn& up
             }
         }
         const std::string* instead = mutated ? &*mutated : nullptr;
-        bool sent = co_await send(m.hdr_len, instead);
+        // a final head without a body ends the response
+        const bool last = m.status >= 200 && m.status != 101 && m.body_kind == L7_BODY_NONE;
+        bool sent = co_await send(m.hdr_len, instead, last);
         if (!sent)
             co_return x;
         if (m.status == 101) {
@@ -450,7 +465,7 @@ awaitable<ClientSession::Exchange> ClientSession::pipe_response(UpstreamConn& up
             if (k < 0)
                 co_return x;
             if (k > 0) {
-                bool sent = co_await send(static_cast<size_t>(k), nullptr);
+                bool sent = co_await send(static_cast<size_t>(k), nullptr, framer.done());
                 if (!sent)
                     co_return x;
             }
@@ -603,7 +618,12 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
                 entry->bytes_in = m.hdr_len + (m.body_kind == L7_BODY_LENGTH ? m.content_length : 0);
             }
             // the body, if any, is not read: close rather than resynchronise
-            uint64_t n404 = co_await respond(404, "no route\n", close || m.body_kind != L7_BODY_NONE);
+            const bool must_close = close || m.body_kind != L7_BODY_NONE;
+            // consumed before the answer is published (the kernel takes the
+            // next request once the answer covers every byte it passed)
+            if (!must_close)
+                consume(m.hdr_len);
+            uint64_t n404 = co_await respond(404, "no route\n", must_close);
             if (entry) {
                 entry->bytes_out = n404;
                 entry->latency_ns = static_cast<uint64_t>(
@@ -611,9 +631,8 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
                         .count());
                 server_.access_log().write(*entry);
             }
-            if (close || m.body_kind != L7_BODY_NONE)
+            if (must_close)
                 break;
-            consume(m.hdr_len);
             continue;
         }
         const uint32_t ri = *route_index;
@@ -712,11 +731,12 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
         if (!first || !upstream_head.ok) {
             const bool must_close = close || m.body_kind != L7_BODY_NONE;
             const int code = first ? 400 : 503;
+            if (!must_close)
+                consume(m.hdr_len);
             uint64_t n = co_await respond(code, first ? "malformed request\n" : "no upstream endpoint\n", must_close);
             complete(code, n);
             if (must_close)
                 break;
-            consume(m.hdr_len);
             continue;
         }
         std::vector<size_t> attempts{*first};
@@ -740,11 +760,12 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
                                                          : 502;
             bool must_close = close || m.body_kind != L7_BODY_NONE;
             std::string text = "upstream unavailable: " + ec.message() + "\n";
+            if (!must_close)
+                consume(m.hdr_len);
             uint64_t n = co_await respond(code, text, must_close);
             complete(code, n);
             if (must_close)
                 break;
-            consume(m.hdr_len);
             continue;
         }
         ActiveTicket active(server_.active_counts(), pools[ei]);
@@ -789,9 +810,10 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
         if (x.ok || x.wrote)
             complete(x.status, x.bytes);
         if (x.ok && x.status == 101) {
+            // a tunnel is the slow path's for good: nothing is published,
+            // so the kernel never takes this connection back
             std::vector<char> pending(in_.data(), in_.data() + in_len_);
             in_len_ = 0;
-            answered();
             co_await tunnel(up, std::move(pending));
             server_.pool().release(up, false);
             break;
@@ -806,11 +828,13 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
                 int code = x.status ? x.status : 502;
                 uint64_t n = co_await respond(code, "upstream failed\n", true);
                 complete(code, n);
-            } else
-                answered();
+            }
             break;
         }
-        answered();
+        // the last send published the answer; a response that ended
+        // without one (no bytes after the last framing step) is published now
+        if (answered_consumed_ != consumed_)
+            publish(0, true);
         if (close || x.close)
             break;
     }
@@ -832,9 +856,8 @@ awaitable<void> ClientSession::relay_coro(std::shared_ptr<ClientSession> self, U
     server_.count_kernel_response(snapshot, x.status ? x.status : snapshot.resp.status,
                                   snapshot.resp.bytes + x.bytes);
     server_.pool().finish_relay(up, x.ok && x.reusable && !snapshot.resp.close_after);
-    publish();  // the relayed bytes, before the kernel may take the next request
-    if (server_.dataplane())
-        server_.dataplane()->conn_clear_outstanding(key_);
+    publish(0, false);  // every relayed byte, before the kernel may take the next request
+    kernel_done();
     if (!x.ok || x.close || snapshot.resp.close_after)
         close_after_response();
 }
@@ -847,15 +870,14 @@ void ClientSession::kernel_failed(int status, const l7_slot& snapshot)
     asio::co_spawn(server_.io(), [self, status, snapshot]() -> awaitable<void> {
         if (snapshot.resp.bytes == 0) {
             std::string response = make_response(status, "upstream failed\n", true);
+            self->publish(response.size(), false);
             bool wrote = co_await self->write_client(response);
             self->server_.count_kernel_response(snapshot, status, wrote ? response.size() : 0);
         } else {
             // the client got the head and part of the body, then the close
             self->server_.count_kernel_response(snapshot, snapshot.resp.status, snapshot.resp.bytes);
         }
-        self->publish();
-        if (self->server_.dataplane())
-            self->server_.dataplane()->conn_clear_outstanding(self->key_);
+        self->kernel_done();
         self->closing_ = true;
         self->finish();
     }, asio::detached);
@@ -863,8 +885,7 @@ void ClientSession::kernel_failed(int status, const l7_slot& snapshot)
 
 void ClientSession::kernel_until_close()
 {
-    if (server_.dataplane())
-        server_.dataplane()->conn_clear_outstanding(key_);
+    kernel_done();
     close_after_response();
 }
 

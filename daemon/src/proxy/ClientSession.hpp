@@ -10,6 +10,7 @@
 
 #include "common/Asio.hpp"
 #include "dataplane/Abi.hpp"
+#include "dataplane/Dataplane.hpp"
 #include "policy/Policy.hpp"
 #include "policy/Responses.hpp"
 #include "proxy/Http.hpp"
@@ -57,14 +58,21 @@ struct ExchangeTimeout {
     std::chrono::steady_clock::time_point until{};
 };
 
+// How a session and the data plane share a connection (an invalid `ref`:
+// the data plane does not know it).
+struct SessionConn {
+    dataplane::ConnRef ref;
+    bool remote = false;  // the daemon's socket is the data plane's (SK_SKB)
+};
+
 class ClientSession : public std::enable_shared_from_this<ClientSession> {
 public:
-    // `published`: requests of this connection the slow path answered and
-    // bytes written to it (non-zero for a connection adopted from a
-    // previous l7fastd).
+    // A connection adopted from a previous l7fastd resumes the counts that
+    // daemon published (l7_conn_sync).
     ClientSession(ProxyServer& server, tcp::socket sock, const l7_conn_key& key,
-                  const policy::SocketAddress& listener, bool tracked, const l7_conn_user& published = {});
+                  const policy::SocketAddress& listener, SessionConn conn);
     void start();
+    const SessionConn& conn() const { return conn_; }
 
     // Kernel exchanges the data plane could not finish.
     void relay(UpstreamPtr up, const l7_slot& snapshot);
@@ -109,20 +117,31 @@ private:
     awaitable<void> relay_coro(std::shared_ptr<ClientSession> self, UpstreamPtr up,
                                l7_slot snapshot);
     void consume(size_t n);
-    void answered();
-    void publish();
+    // Tells the data plane what this daemon is about to write: `final_bytes`
+    // more, the last bytes of an answer, after everything written so far;
+    // `answers_request`: they complete the answer to every request consumed
+    // so far, so the kernel may take the next one once the client has them
+    // (l7_conn_sync). Called before the write, never after: a client that
+    // reads the answer and sends its next request finds it in the kernel.
+    void publish(size_t final_bytes, bool answers_request);
+    // The data plane's kernel response to this client is over (the daemon
+    // finished it).
+    void kernel_done();
     void finish();
 
     ProxyServer& server_;
     tcp::socket sock_;
     l7_conn_key key_;
     policy::SocketAddress listener_;
-    bool tracked_;          // the data plane has an entry for this connection
-    std::vector<char> in_;  // bytes read from the client, not yet used
+    SessionConn conn_;
+    l7_conn_sync* sync_ = nullptr;  // shared with the kernel; null when untracked
+    std::vector<char> in_;          // bytes read from the client, not yet used
     size_t in_len_ = 0;
-    // slow-path requests answered and bytes written to the client, told the
-    // data plane (l7_conn_user) once the bytes are in the socket
-    l7_conn_user published_{};
+    // Counted modulo 2^32, as the kernel compares them: bytes of the request
+    // stream consumed, the part of it that is answered, bytes written.
+    uint32_t consumed_ = 0;
+    uint32_t answered_consumed_ = 0;
+    uint32_t written_ = 0;
     bool closing_ = false;
     bool finished_ = false;
     bool head_request_ = false;  // the request being answered is HEAD

@@ -206,6 +206,11 @@ void ProxyServer::apply(std::shared_ptr<const PolicyRuntime> rt)
     pool_.retain_only(upstreams);
     const auto& d = rt_->policy().daemon;
     pool_.set_limits(d.pool_min_idle, d.pool_max, d.connect_timeout);
+    std::map<uint32_t, std::vector<uint32_t>> kernel_pools;
+    if (dp_)
+        for (uint32_t lid : rt_->listener_ids)
+            kernel_pools[lid] = rt_->kernel_pools;
+    pool_.set_kernel_pools(std::move(kernel_pools));
     for (auto& l : listening_) {
         if (l->accepting)
             continue;
@@ -247,38 +252,67 @@ awaitable<void> ProxyServer::accept_loop(std::shared_ptr<Listening> l)
         l7_conn_key key{};
         if (!dataplane::conn_key_of(sock.native_handle(), false, &key))
             continue;
-        bool tracked = false;
+        SessionConn conn;
         if (dp_) {
-            if (dp_->conn(key)) {
+            if (auto local = dp_->conn_of(key)) {
                 // a local client: its own socket is in the data plane already
-                tracked = true;
-            } else if (offload_remote_ && dp_->conn_create(key, lid, L7_SIDE_REMOTE)) {
+                conn.ref = *local;
+            } else if (offload_remote_) {
                 set_large_sndbuf(sock.native_handle());
-                tracked = dp_->insert_remote_socket(key, sock.native_handle());
-                if (tracked) {
+                conn.ref = dp_->conn_create_remote(key, lid, sock.native_handle());
+                conn.remote = conn.ref.valid();
+                if (conn.remote) {
                     // bytes that arrived before the socket joined the map have
                     // not been through the verdict; waking the socket runs it
                     int one = 1;
                     ::setsockopt(sock.native_handle(), SOL_SOCKET, SO_RCVLOWAT, &one, sizeof(one));
-                } else {
-                    dp_->conn_forget(key);
                 }
             }
-            if (tracked)
-                dp_->conn_publish(key, l7_conn_user{});
         }
         FdStore::get().add(sock.native_handle(), client_store_name(key));
-        start_session(std::move(sock), key, addr, tracked, l7_conn_user{});
+        start_session(std::move(sock), key, addr, lid, conn);
+        pool_.on_client_accepted(lid, clients_on(lid));
     }
 }
 
 void ProxyServer::start_session(tcp::socket sock, const l7_conn_key& key,
-                                const policy::SocketAddress& addr, bool tracked,
-                                const l7_conn_user& published)
+                                const policy::SocketAddress& addr, uint32_t listener_id,
+                                const SessionConn& conn)
 {
-    auto session = std::make_shared<ClientSession>(*this, std::move(sock), key, addr, tracked, published);
-    session_started(key, session);
+    auto session = std::make_shared<ClientSession>(*this, std::move(sock), key, addr, conn);
+    Session& s = sessions_[key];
+    s.session = session;
+    s.listener_id = listener_id;
+    s.conn = conn.ref;
+    clients_[listener_id]++;
+    if (conn.ref.valid())
+        by_conn_[conn.ref.idx] = key;
     session->start();
+}
+
+size_t ProxyServer::free_orphaned_connections()
+{
+    if (!dp_)
+        return 0;
+    size_t n = 0;
+    for (const auto& [k, ref] : dp_->conn_refs()) {
+        if (sessions_.count(k))
+            continue;
+        auto c = dp_->conn(ref);
+        const bool remote = c && c->side == L7_SIDE_REMOTE;
+        if (c && dp_->conn_socket_present(ref, remote))
+            continue;  // e.g. waiting in a listener's backlog
+        dp_->conn_free(ref, k, -1);
+        n++;
+    }
+    dp_->forget_stale_cookies();
+    return n;
+}
+
+size_t ProxyServer::clients_on(uint32_t listener_id) const
+{
+    auto it = clients_.find(listener_id);
+    return it == clients_.end() ? 0 : it->second;
 }
 
 void ProxyServer::set_inherited_listeners(std::vector<int> fds) { inherited_listeners_ = std::move(fds); }
@@ -294,16 +328,17 @@ bool ProxyServer::adopt_client(int fd)
                    (l->address.is_wildcard() && l->address.port == local.port &&
                     l->address.family == local.family)))
             lst = l.get();
-    std::optional<l7_conn> c = ok && dp_ ? dp_->conn(key) : std::nullopt;
-    l7_conn_user published = c ? dp_->conn_user(key) : l7_conn_user{};
+    std::optional<dataplane::ConnRef> ref = ok && dp_ ? dp_->conn_of(key) : std::nullopt;
+    std::optional<l7_conn> c = ref ? dp_->conn(*ref) : std::nullopt;
+    const l7_conn_sync* sync = c ? dp_->conn_sync(*ref) : nullptr;
     // the previous daemon had read (part of) a request it had not answered:
     // where that request ends is lost with it
-    bool mid_exchange = c && c->mode == L7_MODE_KERNEL && c->u_sent != published.u_done;
+    bool mid_exchange = c && (!sync || static_cast<uint32_t>(c->pass_bytes) != sync->u_consumed);
     if (!ok || !lst || mid_exchange || sessions_.count(key)) {
         if (ok)
             FdStore::get().remove(client_store_name(key));
         if (c)
-            dp_->conn_forget(key);
+            dp_->conn_free(*ref, key, c->side == L7_SIDE_REMOTE ? fd : -1);
         ::close(fd);
         return false;
     }
@@ -314,21 +349,49 @@ bool ProxyServer::adopt_client(int fd)
         ::close(fd);
         return false;
     }
-    start_session(std::move(sock), key, lst->address, c.has_value(), published);
+    SessionConn conn;
+    if (c) {
+        conn.ref = *ref;
+        conn.remote = c->side == L7_SIDE_REMOTE;
+    }
+    start_session(std::move(sock), key, lst->address, lst->id, conn);
     return true;
 }
 
-void ProxyServer::session_started(const l7_conn_key& k, const std::shared_ptr<ClientSession>& s)
-{
-    sessions_[k] = s;
-}
-
-void ProxyServer::session_ended(const l7_conn_key& k) { sessions_.erase(k); }
-
-std::shared_ptr<ClientSession> ProxyServer::session_for(const l7_conn_key& k)
+void ProxyServer::session_ended(const l7_conn_key& k)
 {
     auto it = sessions_.find(k);
-    return it == sessions_.end() ? nullptr : it->second.lock();
+    if (it == sessions_.end())
+        return;
+    if (auto n = clients_.find(it->second.listener_id); n != clients_.end() && n->second && --n->second == 0)
+        clients_.erase(n);
+    if (it->second.conn.valid())
+        if (auto b = by_conn_.find(it->second.conn.idx); b != by_conn_.end() && !ConnKeyLess()(b->second, k) &&
+                                                         !ConnKeyLess()(k, b->second))
+            by_conn_.erase(b);
+    sessions_.erase(it);
+}
+
+std::shared_ptr<ClientSession> ProxyServer::session_for(uint32_t conn, uint32_t gen)
+{
+    auto b = by_conn_.find(conn);
+    if (b == by_conn_.end())
+        return nullptr;
+    auto it = sessions_.find(b->second);
+    if (it == sessions_.end() || it->second.conn.gen != gen)
+        return nullptr;
+    return it->second.session.lock();
+}
+
+std::optional<l7_conn_key> ProxyServer::client_of(uint32_t conn, uint32_t gen) const
+{
+    auto b = by_conn_.find(conn);
+    if (b == by_conn_.end())
+        return std::nullopt;
+    auto it = sessions_.find(b->second);
+    if (it == sessions_.end() || it->second.conn.gen != gen)
+        return std::nullopt;
+    return b->second;
 }
 
 void ProxyServer::on_event(const l7_event& ev)
@@ -337,17 +400,22 @@ void ProxyServer::on_event(const l7_event& ev)
     case L7_EV_TRACE: {
         static const char* const names[] = {"?", "request", "request-redirect", "response",
                                             "response-redirect", "slot-kill", "body-piece"};
-        log::debug("trace ", names[ev.slot < 7 ? ev.slot : 0], " ", dataplane::to_string(ev.conn),
-                   " ", ev.arg[0], " ", ev.arg[1]);
+        auto it = by_conn_.find(ev.conn);
+        log::debug("trace ", names[ev.slot < 7 ? ev.slot : 0], " conn ", ev.conn,
+                   it != by_conn_.end() ? " " + dataplane::to_string(it->second) : std::string(), " ",
+                   ev.arg[0], " ", ev.arg[1]);
         break;
     }
     case L7_EV_CLOSE_CLIENT:
-        if (auto s = session_for(ev.conn))
+        if (auto s = session_for(ev.conn, ev.conn_gen))
             s->close_after_response();
         break;
     case L7_EV_RELAY:
     case L7_EV_SLOT_DEAD:
         pool_.on_slot_event(ev.slot);
+        break;
+    case L7_EV_POOL_MISS:
+        pool_.on_pool_miss(ev.slot);
         break;
     }
 }
@@ -369,7 +437,8 @@ void ProxyServer::count_kernel_response(const l7_slot& snapshot, int status, uin
     // these the daemon finished
     if (access_log_.sampled()) {
         AccessEntry e;
-        e.client = client_address(snapshot.client);
+        auto client = client_of(snapshot.client, snapshot.client_gen);
+        e.client = client ? client_address(*client) : std::string("-");
         std::string route = stats_route_name(snapshot.stats_id);
         e.route = route;
         e.status = status;
@@ -382,7 +451,7 @@ void ProxyServer::count_kernel_response(const l7_slot& snapshot, int status, uin
 
 void ProxyServer::on_exchange_end(KernelExchangeEnd e)
 {
-    auto s = session_for(e.snapshot.client);
+    auto s = session_for(e.snapshot.client, e.snapshot.client_gen);
     switch (e.kind) {
     case KernelExchangeEnd::Kind::Relay:
         if (s)
@@ -413,6 +482,10 @@ void ProxyServer::tick()
     if (!rt_)
         return;
     pool_.sweep(rt_->policy().daemon.request_timeout);
+    // every 10 s: entries of connections that ended without a session
+    if (++ticks_ % 20 == 0)
+        if (size_t n = free_orphaned_connections())
+            log::debug("data plane: freed ", n, " entries of connections that ended without a session");
     // one stat(2) per JWKS file when nothing changed; a new file that is
     // bad keeps the previous keys (Jwks logs both outcomes)
     bool reloaded = false;

@@ -23,6 +23,7 @@
 #include "dataplane/Abi.hpp"
 #include "policy/Policy.hpp"
 #include "proxy/AccessLog.hpp"
+#include "proxy/ClientSession.hpp"
 #include "proxy/UpstreamPool.hpp"
 
 namespace l7fast::policy {
@@ -65,6 +66,9 @@ struct PolicyRuntime {
     std::vector<std::optional<size_t>> route_jwt;
     // per policy.routes: index in policy.clusters of each route.clusters entry
     std::vector<std::vector<size_t>> route_clusters;
+    // upstream pools the kernel-placed routes take connections from (what
+    // accepting a client pre-warms), set once placement is known
+    std::vector<uint32_t> kernel_pools;
 };
 
 // Slow-path requests in flight per upstream pool id.
@@ -193,9 +197,17 @@ public:
     uint64_t next_rr(const std::string& cluster) { return rr_[cluster]++; }
     void count_no_route() { no_route_++; }
 
-    void session_started(const l7_conn_key& k, const std::shared_ptr<ClientSession>& s);
     bool has_session(const l7_conn_key& k) const { return sessions_.count(k) != 0; }
     void session_ended(const l7_conn_key& k);
+    // The client of a data-plane connection entry (events name clients by
+    // entry), while its session lives.
+    std::optional<l7_conn_key> client_of(uint32_t conn, uint32_t gen) const;
+    // Client connections open on a listener (stable id).
+    size_t clients_on(uint32_t listener_id) const;
+    // Frees data-plane entries of connections that no session has and whose
+    // socket is gone (they died while no daemon ran, or before an accept
+    // that never came); returns how many.
+    size_t free_orphaned_connections();
 
 private:
     struct Listening {
@@ -207,9 +219,9 @@ private:
 
     awaitable<void> accept_loop(std::shared_ptr<Listening> l);
     void start_session(tcp::socket sock, const l7_conn_key& key, const policy::SocketAddress& addr,
-                       bool tracked, const l7_conn_user& published);
+                       uint32_t listener_id, const SessionConn& conn);
     void on_exchange_end(KernelExchangeEnd end);
-    std::shared_ptr<ClientSession> session_for(const l7_conn_key& k);
+    std::shared_ptr<ClientSession> session_for(uint32_t conn, uint32_t gen);
 
     asio::io_context& io_;
     dataplane::Dataplane* dp_;
@@ -219,7 +231,15 @@ private:
     std::vector<int> inherited_listeners_;
     std::vector<std::shared_ptr<Listening>> listening_;
     std::map<policy::SocketAddress, uint32_t> listener_ids_;
-    std::map<l7_conn_key, std::weak_ptr<ClientSession>, ConnKeyLess> sessions_;
+    struct Session {
+        std::weak_ptr<ClientSession> session;
+        uint32_t listener_id = 0;
+        dataplane::ConnRef conn;
+    };
+    std::map<l7_conn_key, Session, ConnKeyLess> sessions_;
+    std::map<uint32_t, l7_conn_key> by_conn_;  // data-plane entry -> session key
+    std::map<uint32_t, size_t> clients_;       // open sessions by listener id
+    uint64_t ticks_ = 0;
     std::map<std::string, dataplane::RouteCounters> user_counters_;
     std::map<uint32_t, dataplane::RouteCounters> kernel_responses_;
     std::map<std::string, UserRouteExtras> user_extras_;

@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 
@@ -18,12 +19,9 @@
 namespace l7fast::proxy {
 namespace {
 
-// The data plane changes the state with BPF atomics on the same memory.
-std::atomic_ref<__u64> state_of(l7_slot* s) { return std::atomic_ref<__u64>(s->state); }
-
-bool cas(l7_slot* s, __u64 from, __u64 to) { return state_of(s).compare_exchange_strong(from, to); }
-// sockops saw the backend close this pool connection (L7_SF_PEER_CLOSED)
-bool peer_closed(l7_slot* s) { return std::atomic_ref<__u32>(s->flags).load() & L7_SF_PEER_CLOSED; }
+// The data plane changes these words with BPF atomics on the same memory.
+std::atomic_ref<uint64_t> atomic(uint64_t* w) { return std::atomic_ref<uint64_t>(*w); }
+bool cas(uint64_t* st, uint64_t from, uint64_t to) { return atomic(st).compare_exchange_strong(from, to); }
 
 uint64_t monotonic_ns()
 {
@@ -76,6 +74,8 @@ int pending_bytes(int fd)
     return ::ioctl(fd, FIONREAD, &n) == 0 ? n : -1;
 }
 
+uint64_t idle_bit(uint32_t id) { return 1ull << (id % L7_SLOT_CHUNK); }
+
 }  // namespace
 
 UpstreamConn::UpstreamConn(UpstreamPool& pool, uint32_t pool_id, uint32_t slot, tcp::socket sock)
@@ -85,38 +85,130 @@ UpstreamConn::UpstreamConn(UpstreamPool& pool, uint32_t pool_id, uint32_t slot, 
 
 UpstreamPool::UpstreamPool(asio::io_context& io, dataplane::Dataplane* dp,
                            ExchangeHandler on_exchange_end)
-    : io_(io), dp_(dp), on_exchange_end_(std::move(on_exchange_end))
+    : io_(io), dp_(dp), on_exchange_end_(std::move(on_exchange_end)), chunk_conns_(L7_SLOT_CHUNKS)
 {
-    if (!dp_)
-        local_slots_.resize(L7_MAX_SLOTS);
+    if (!dp_) {
+        local_states_.resize(L7_MAX_SLOTS);
+        local_pools_.resize(L7_MAX_POOLS);
+    }
+    for (uint32_t c = L7_SLOT_CHUNKS; c-- > 0;)
+        free_chunks_.push_back(static_cast<uint16_t>(c));
 }
 
 UpstreamPool::~UpstreamPool()
 {
     error_code ec;
-    for (auto& c : conns_)
-        if (c)
-            c->sock_.close(ec);
+    for (auto& chunk : chunk_conns_)
+        if (chunk)
+            for (auto& c : *chunk)
+                if (c)
+                    c->sock_.close(ec);
     for (auto& [id, p] : pools_)
-        for (auto& c : p.overflow_idle)
+        for (auto& c : p.private_idle)
             c->sock_.close(ec);
 }
 
-l7_slot* UpstreamPool::slot(uint32_t id)
+uint64_t* UpstreamPool::state_word(uint32_t id) const
 {
     if (id >= L7_MAX_SLOTS)
         return nullptr;
-    return dp_ ? dp_->slot(id) : &local_slots_[id];
+    return dp_ ? dp_->slot_state(id) : const_cast<uint64_t*>(&local_states_[id]);
+}
+
+l7_pool* UpstreamPool::shared_pool(uint32_t pool_id) const
+{
+    if (pool_id >= L7_MAX_POOLS)
+        return nullptr;
+    return dp_ ? dp_->pool(pool_id) : const_cast<l7_pool*>(&local_pools_[pool_id]);
+}
+
+UpstreamPtr& UpstreamPool::conn_at(uint32_t id)
+{
+    auto& chunk = chunk_conns_[id / L7_SLOT_CHUNK];
+    if (!chunk)
+        chunk = std::make_unique<ChunkConns>();
+    return (*chunk)[id % L7_SLOT_CHUNK];
+}
+
+const UpstreamPtr* UpstreamPool::conn_ptr(uint32_t id) const
+{
+    if (id >= L7_MAX_SLOTS)
+        return nullptr;
+    const auto& chunk = chunk_conns_[id / L7_SLOT_CHUNK];
+    return chunk ? &(*chunk)[id % L7_SLOT_CHUNK] : nullptr;
+}
+
+uint64_t UpstreamPool::slot_state(uint32_t id) const
+{
+    uint64_t* w = state_word(id);
+    return w ? atomic(w).load() : uint64_t(L7_SLOT_EMPTY);
+}
+
+std::optional<l7_slot> UpstreamPool::slot(uint32_t id) const
+{
+    if (dp_)
+        return dp_->slot(id);
+    auto it = local_slots_.find(id);
+    if (it == local_slots_.end())
+        return id < L7_MAX_SLOTS ? std::optional<l7_slot>(l7_slot{}) : std::nullopt;
+    return it->second;
+}
+
+bool UpstreamPool::slot_write(uint32_t id, const l7_slot& s)
+{
+    if (dp_)
+        return dp_->slot_write(id, s);
+    if (id >= L7_MAX_SLOTS)
+        return false;
+    local_slots_[id] = s;
+    return true;
 }
 
 size_t UpstreamPool::open_connections() const
 {
     size_t n = 0;
-    for (const auto& c : conns_)
-        n += c != nullptr;
+    for (const auto& chunk : chunk_conns_)
+        if (chunk)
+            for (const auto& c : *chunk)
+                n += c != nullptr;
     for (const auto& [id, p] : pools_)
-        n += p.overflow_open;
+        n += p.private_open;
     return n;
+}
+
+UpstreamPool::Counts UpstreamPool::count(uint32_t pool_id) const
+{
+    Counts c;
+    auto it = pools_.find(pool_id);
+    if (it == pools_.end())
+        return c;
+    for (uint16_t chunk : it->second.chunks)
+        for (uint32_t i = 0; i < L7_SLOT_CHUNK; i++) {
+            switch (slot_state(chunk * L7_SLOT_CHUNK + i)) {
+            case L7_SLOT_EMPTY: c.empty++; break;
+            case L7_SLOT_CONNECTING: c.connecting++; break;
+            case L7_SLOT_IDLE: c.idle++; break;
+            case L7_SLOT_KBUSY:
+            case L7_SLOT_RELAY: c.busy++; break;
+            default: break;  // DEAD: being retired
+            }
+        }
+    return c;
+}
+
+PoolFigures UpstreamPool::figures(uint32_t pool_id) const
+{
+    PoolFigures f;
+    Counts c = count(pool_id);
+    f.slots = c.open();
+    f.idle = c.idle;
+    f.busy = c.busy;
+    if (auto it = pools_.find(pool_id); it != pools_.end()) {
+        f.chunks = static_cast<uint32_t>(it->second.chunks.size());
+        f.private_open = it->second.private_open;
+        f.private_idle = static_cast<uint32_t>(it->second.private_idle.size());
+    }
+    return f;
 }
 
 std::optional<uint32_t> UpstreamPool::pool_id_for(const policy::SocketAddress& addr)
@@ -128,8 +220,11 @@ std::optional<uint32_t> UpstreamPool::pool_id_for(const policy::SocketAddress& a
     for (uint32_t id = 0; id < L7_MAX_POOLS; id++) {
         if (pools_.count(id))
             continue;
-        pools_[id] = Pool{addr, true, 0, {}};
+        pools_[id] = Pool{};
+        pools_[id].address = addr;
         ids_[addr] = id;
+        if (l7_pool* sp = shared_pool(id))
+            *sp = l7_pool{};
         // an id is freed only when none of its slots is in use: what the
         // kernel counted under it belongs to the address it had before
         if (dp_)
@@ -152,63 +247,164 @@ void UpstreamPool::retain_only(const std::vector<policy::SocketAddress>& in_use)
         }
         // idle connections of a pool no route uses any more go now; busy
         // ones finish their exchange and go when they come back
-        for (auto c : std::vector<UpstreamPtr>(it->second.overflow_idle))
-            close_overflow(c);
-        bool busy = it->second.overflow_open > 0;
-        for (uint32_t i = 0; i < L7_SLOTS_PER_POOL; i++) {
-            uint32_t id = it->first * L7_SLOTS_PER_POOL + i;
-            l7_slot* s = slot(id);
-            if (conns_[id] && cas(s, L7_SLOT_IDLE, L7_SLOT_DEAD))
-                retire(conns_[id]);
-            busy = busy || state_of(s).load() != L7_SLOT_EMPTY;
-        }
+        for (auto c : std::vector<UpstreamPtr>(it->second.private_idle))
+            close_private(c);
+        bool busy = it->second.private_open > 0;
+        for (uint16_t chunk : it->second.chunks)
+            for (uint32_t i = 0; i < L7_SLOT_CHUNK; i++) {
+                uint32_t id = chunk * L7_SLOT_CHUNK + i;
+                UpstreamPtr& c = conn_at(id);
+                if (c && cas(state_word(id), L7_SLOT_IDLE, L7_SLOT_DEAD))
+                    retire(UpstreamPtr(c));
+                busy = busy || slot_state(id) != L7_SLOT_EMPTY;
+            }
         if (busy) {
             ++it;
             continue;
         }
+        const uint32_t id = it->first;
+        give_back_chunks(id);
         ids_.erase(it->second.address);
         it = pools_.erase(it);
+        for (auto& [lid, pools] : kernel_pools_)
+            pools.erase(std::remove(pools.begin(), pools.end(), id), pools.end());
     }
+}
+
+void UpstreamPool::set_kernel_pools(std::map<uint32_t, std::vector<uint32_t>> by_listener)
+{
+    kernel_pools_ = std::move(by_listener);
 }
 
 void UpstreamPool::set_limits(uint32_t min_idle, uint32_t max_per_pool,
                               std::chrono::milliseconds connect_timeout)
 {
-    max_per_pool_ = std::min<uint32_t>(std::max<uint32_t>(max_per_pool, 1), L7_SLOTS_PER_POOL);
+    max_per_pool_ = std::min<uint32_t>(std::max<uint32_t>(max_per_pool, 1), L7_POOL_MAX);
     min_idle_ = std::min(min_idle, max_per_pool_);
     connect_timeout_ = connect_timeout;
 }
 
-uint32_t UpstreamPool::count_state(uint32_t pool_id, uint64_t state)
+std::optional<uint32_t> UpstreamPool::take_chunk(uint32_t pool_id)
 {
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < L7_SLOTS_PER_POOL; i++)
-        n += state_of(slot(pool_id * L7_SLOTS_PER_POOL + i)).load() == state;
-    return n;
+    Pool& p = pools_[pool_id];
+    l7_pool* sp = shared_pool(pool_id);
+    if (free_chunks_.empty() || !sp || p.chunks.size() >= L7_POOL_MAX_CHUNKS)
+        return std::nullopt;
+    uint16_t chunk = free_chunks_.back();
+    free_chunks_.pop_back();
+    const size_t pos = p.chunks.size();
+    p.chunks.push_back(chunk);
+    for (uint32_t i = 0; i < L7_SLOT_CHUNK; i++)
+        atomic(state_word(chunk * L7_SLOT_CHUNK + i)).store(L7_SLOT_EMPTY);
+    // the chunk's id and empty hints before the count that makes the kernel
+    // look at them
+    sp->chunk[pos] = chunk;
+    std::atomic_ref<__u64>(sp->idle[pos]).store(0);
+    std::atomic_ref<__u32>(sp->n_chunks).store(static_cast<__u32>(p.chunks.size()));
+    return static_cast<uint32_t>(pos);
+}
+
+void UpstreamPool::give_back_chunks(uint32_t pool_id)
+{
+    Pool& p = pools_[pool_id];
+    if (l7_pool* sp = shared_pool(pool_id))
+        std::atomic_ref<__u32>(sp->n_chunks).store(0);
+    for (uint16_t chunk : p.chunks) {
+        chunk_conns_[chunk].reset();
+        free_chunks_.push_back(chunk);
+    }
+    p.chunks.clear();
+    if (l7_pool* sp = shared_pool(pool_id))
+        *sp = l7_pool{};
+}
+
+uint32_t UpstreamPool::open_slots(uint32_t pool_id, uint32_t n)
+{
+    Pool& p = pools_[pool_id];
+    uint32_t started = 0, open = count(pool_id).open();
+    for (size_t pos = 0; started < n && open < max_per_pool_; pos++) {
+        if (pos == p.chunks.size() && !take_chunk(pool_id))
+            break;
+        const uint16_t chunk = p.chunks[pos];
+        for (uint32_t i = 0; i < L7_SLOT_CHUNK && started < n && open < max_per_pool_; i++) {
+            const uint32_t id = chunk * L7_SLOT_CHUNK + i;
+            if (conn_at(id) || !cas(state_word(id), L7_SLOT_EMPTY, L7_SLOT_CONNECTING))
+                continue;
+            started++;
+            open++;
+            asio::co_spawn(io_, connect_slot(pool_id, id, static_cast<uint16_t>(pos)), asio::detached);
+        }
+    }
+    return started;
+}
+
+// How many kernel connections a pool keeps open: every busy one and idle
+// ones beyond them (pool_min_idle, or a quarter of the busy ones), at least
+// what accepting clients asked for, and at least what misses doubled it to.
+void UpstreamPool::grow(uint32_t pool_id)
+{
+    auto it = pools_.find(pool_id);
+    if (it == pools_.end() || !it->second.in_use)
+        return;
+    bool kernel = false;
+    for (const auto& [lid, pools] : kernel_pools_)
+        kernel = kernel || std::find(pools.begin(), pools.end(), pool_id) != pools.end();
+    if (!kernel)
+        return;  // no kernel route takes connections from it
+    const Pool& p = it->second;
+    Counts c = count(pool_id);
+    uint32_t want = std::min(max_per_pool_, std::max({p.want, p.grown, c.busy + std::max(min_idle_, c.busy / 4)}));
+    if (c.open() < want)
+        open_slots(pool_id, want - c.open());
 }
 
 void UpstreamPool::warm_all()
 {
-    for (auto& [pid, pool] : pools_) {
-        if (!pool.in_use)
+    for (auto& [pid, pool] : pools_)
+        grow(pid);
+}
+
+void UpstreamPool::on_client_accepted(uint32_t listener_id, size_t clients)
+{
+    auto it = kernel_pools_.find(listener_id);
+    if (it == kernel_pools_.end())
+        return;
+    for (uint32_t pid : it->second) {
+        auto p = pools_.find(pid);
+        if (p == pools_.end())
             continue;
-        uint32_t have = count_state(pid, L7_SLOT_IDLE) + count_state(pid, L7_SLOT_CONNECTING);
-        for (uint32_t i = 0; i < max_per_pool_ && have < min_idle_; i++) {
-            uint32_t id = pid * L7_SLOTS_PER_POOL + i;
-            if (!cas(slot(id), L7_SLOT_EMPTY, L7_SLOT_CONNECTING))
-                continue;
-            have++;
-            asio::co_spawn(
-                io_,
-                [this, pid, id]() -> awaitable<void> {
-                    error_code ec;
-                    co_await connect_slot(pid, id, L7_SLOT_IDLE, ec);
-                    if (ec)
-                        log::debug("pool ", pools_[pid].address.str(), ": ", ec.message());
-                },
-                asio::detached);
-        }
+        // a client that does not pipeline holds one connection at a time
+        p->second.want = std::min<uint32_t>(max_per_pool_, static_cast<uint32_t>(clients) + min_idle_);
+        grow(pid);
     }
+}
+
+void UpstreamPool::on_pool_miss(uint32_t pool_id)
+{
+    auto it = pools_.find(pool_id);
+    if (it != pools_.end()) {
+        // double: a burst of new clients finds room after a few misses
+        Counts c = count(pool_id);
+        it->second.grown = std::min(max_per_pool_, std::max({it->second.grown, 4u, 2 * c.open()}));
+        grow(pool_id);
+    }
+    if (l7_pool* sp = shared_pool(pool_id))
+        std::atomic_ref<__u32>(sp->miss).store(0);
+}
+
+void UpstreamPool::mark_idle(uint32_t id)
+{
+    auto c = conn_ptr(id);
+    if (!c || !*c)
+        return;
+    auto it = pools_.find((*c)->pool_id_);
+    l7_pool* sp = shared_pool((*c)->pool_id_);
+    if (it == pools_.end() || !sp)
+        return;
+    const auto& chunks = it->second.chunks;
+    auto pos = std::find(chunks.begin(), chunks.end(), id / L7_SLOT_CHUNK);
+    if (pos != chunks.end())
+        std::atomic_ref<__u64>(sp->idle[pos - chunks.begin()]).fetch_or(idle_bit(id));
 }
 
 // Connects `sock` (open) to `ep` within the connect timeout; sets ec
@@ -242,108 +438,95 @@ awaitable<void> UpstreamPool::connect_socket(tcp::socket& sock, const tcp::endpo
         sock.set_option(tcp::no_delay(true), ec);
 }
 
-awaitable<UpstreamPtr> UpstreamPool::connect_slot(uint32_t pool_id, uint32_t id,
-                                                  uint64_t final_state, error_code& ec)
+awaitable<void> UpstreamPool::connect_slot(uint32_t pool_id, uint32_t id, uint16_t chunk_pos)
 {
-    l7_slot* s = slot(id);
+    uint64_t* st = state_word(id);
     tcp::endpoint ep = to_endpoint(pools_[pool_id].address);
     tcp::socket sock(io_);
     l7_conn_key key{};
-    auto fail = [&](error_code e) -> UpstreamPtr {
-        ec = e;
+    error_code ec;
+    auto fail = [&](error_code e) {
+        log::debug("pool ", pools_[pool_id].address.str(), ": ", e.message());
         if (dp_)
             dp_->slot_unregister_tuple(key);
         error_code ig;
         sock.close(ig);
-        state_of(s).store(L7_SLOT_EMPTY);
-        return nullptr;
+        atomic(st).store(L7_SLOT_EMPTY);
     };
 
     sock.open(ep.protocol(), ec);
     if (!ec)
         sock.bind(tcp::endpoint(source_for(io_, ep), 0), ec);
-    if (ec)
-        co_return fail(ec);
+    if (ec) {
+        fail(ec);
+        co_return;
+    }
     tcp::endpoint local = sock.local_endpoint(ec);
     key = dataplane::make_conn_key(to_storage(local), to_storage(ep));
 
-    // the slot is ours (CONNECTING): reset it before anyone can see it
-    uint64_t st = state_of(s).load();
-    std::memset(s, 0, sizeof(*s));
-    s->state = st;
-    s->pool_id = pool_id;
-    if (dp_ && !dp_->slot_register_tuple(key, id))
-        co_return fail(errc::make_error_code(errc::no_buffer_space));
-
+    // the slot is ours (CONNECTING): its fields before anyone can see it
+    l7_slot s{};
+    s.pool_id = pool_id;
+    s.pool_chunk = chunk_pos;
+    if (!slot_write(id, s) || (dp_ && !dp_->slot_register_tuple(key, id))) {
+        fail(errc::make_error_code(errc::no_buffer_space));
+        co_return;
+    }
     co_await connect_socket(sock, ep, ec);
-    if (ec)
-        co_return fail(ec);
+    auto pit = pools_.find(pool_id);
+    if (!ec && (pit == pools_.end() || !pit->second.in_use))
+        ec = errc::make_error_code(errc::no_such_device_or_address);  // forgotten meanwhile
+    if (ec) {
+        fail(ec);
+        co_return;
+    }
     set_large_sndbuf(sock.native_handle());
     FdStore::get().add(sock.native_handle(), store_name(id));
     if (dp_ && !dp_->insert_upstream_socket(id, sock.native_handle())) {
         log::warning("pool ", ep, ": cannot add the connection to the data plane (",
-                     std::strerror(errno), "); it serves the slow path only");
+                     std::strerror(errno), "); it is not used");
+        FdStore::get().remove(store_name(id));
+        fail(errc::make_error_code(errc::no_buffer_space));
+        co_return;
     }
     auto conn = std::make_shared<UpstreamConn>(*this, pool_id, id, std::move(sock));
     conn->key_ = key;
-    conns_[id] = conn;
-    state_of(s).store(final_state);
-    if (final_state == L7_SLOT_IDLE)
-        watch(conn);
-    ec.clear();
-    co_return conn;
+    conn_at(id) = conn;
+    atomic(st).store(L7_SLOT_IDLE);
+    mark_idle(id);
+    watch(conn);
 }
 
 awaitable<UpstreamPtr> UpstreamPool::acquire(uint32_t pool_id, error_code& ec)
 {
     ec.clear();
-    if (!pools_.count(pool_id)) {
+    auto it = pools_.find(pool_id);
+    if (it == pools_.end()) {
         ec = errc::make_error_code(errc::no_such_device_or_address);
         co_return nullptr;
     }
-    for (uint32_t i = 0; i < max_per_pool_; i++) {
-        uint32_t id = pool_id * L7_SLOTS_PER_POOL + i;
-        if (conns_[id] && cas(slot(id), L7_SLOT_IDLE, L7_SLOT_UBUSY)) {
-            if (peer_closed(slot(id))) {  // the backend closed it meanwhile
-                state_of(slot(id)).store(L7_SLOT_DEAD);
-                UpstreamPtr closed = conns_[id];  // retire() resets conns_[id]
-                retire_and_refill(closed);
-                continue;
-            }
-            error_code ig;
-            conns_[id]->sock_.cancel(ig);  // stop watching: the slow path reads it now
-            co_return conns_[id];
-        }
-    }
-    for (uint32_t i = 0; i < max_per_pool_; i++) {
-        uint32_t id = pool_id * L7_SLOTS_PER_POOL + i;
-        if (cas(slot(id), L7_SLOT_EMPTY, L7_SLOT_CONNECTING)) {
-            UpstreamPtr c = co_await connect_slot(pool_id, id, L7_SLOT_UBUSY, ec);
-            co_return c;
-        }
-    }
-    Pool& p = pools_[pool_id];
-    while (!p.overflow_idle.empty()) {
-        UpstreamPtr c = p.overflow_idle.back();
-        p.overflow_idle.pop_back();
+    Pool& p = it->second;
+    while (!p.private_idle.empty()) {
+        UpstreamPtr c = p.private_idle.back();
+        p.private_idle.pop_back();
         error_code ig;
         c->sock_.cancel(ig);  // stop watching
         if (c->sock_.is_open())
             co_return c;
     }
-    if (p.overflow_open >= kMaxOverflow) {
+    if (p.private_open >= kMaxPrivate) {
         ec = errc::make_error_code(errc::no_buffer_space);
         co_return nullptr;
     }
-    UpstreamPtr c = co_await connect_overflow(pool_id, ec);
+    UpstreamPtr c = co_await connect_private(pool_id, ec);
     co_return c;
 }
 
-awaitable<UpstreamPtr> UpstreamPool::connect_overflow(uint32_t pool_id, error_code& ec)
+awaitable<UpstreamPtr> UpstreamPool::connect_private(uint32_t pool_id, error_code& ec)
 {
     tcp::endpoint ep = to_endpoint(pools_[pool_id].address);
     tcp::socket sock(io_);
-    pools_[pool_id].overflow_open++;
+    pools_[pool_id].private_open++;
     sock.open(ep.protocol(), ec);
     if (!ec)
         co_await connect_socket(sock, ep, ec);
@@ -351,20 +534,25 @@ awaitable<UpstreamPtr> UpstreamPool::connect_overflow(uint32_t pool_id, error_co
     auto it = pools_.find(pool_id);
     if (ec || it == pools_.end()) {
         if (it != pools_.end())
-            it->second.overflow_open--;
+            it->second.private_open--;
         if (!ec)
             ec = errc::make_error_code(errc::no_such_device_or_address);
         error_code ig;
         sock.close(ig);
         co_return nullptr;
     }
-    log::debug("pool ", ep, ": every slot busy; overflow connection ", it->second.overflow_open,
-               " for the slow path");
     co_return std::make_shared<UpstreamConn>(*this, pool_id, L7_NO_SLOT, std::move(sock));
 }
 
-void UpstreamPool::release_overflow(const UpstreamPtr& c, bool reusable)
+void UpstreamPool::release(const UpstreamPtr& c, bool reusable)
 {
+    if (c->slot_ != L7_NO_SLOT) {
+        // kernel slots come back through finish_relay only
+        log::warning("pool: slot ", c->slot_, " released by the slow path; retiring it");
+        atomic(state_word(c->slot_)).store(L7_SLOT_DEAD);
+        retire_and_refill(c);
+        return;
+    }
     auto it = pools_.find(c->pool_id_);
     if (it == pools_.end()) {
         error_code ig;
@@ -372,66 +560,51 @@ void UpstreamPool::release_overflow(const UpstreamPtr& c, bool reusable)
         return;
     }
     Pool& p = it->second;
-    if (reusable && c->sock_.is_open() && p.in_use && p.overflow_idle.size() < max_per_pool_) {
-        p.overflow_idle.push_back(c);
-        watch_overflow(c);
+    if (reusable && c->sock_.is_open() && p.in_use && p.private_idle.size() < max_per_pool_) {
+        c->idle_since = std::chrono::steady_clock::now();
+        p.private_idle.push_back(c);
+        watch_private(c);
         return;
     }
-    close_overflow(c);
+    close_private(c);
 }
 
-// An idle overflow connection that becomes readable was closed by the
+// An idle slow-path connection that becomes readable was closed by the
 // upstream (or sent bytes nobody asked for): it goes.
-void UpstreamPool::watch_overflow(const UpstreamPtr& c)
+void UpstreamPool::watch_private(const UpstreamPtr& c)
 {
     c->sock_.async_wait(tcp::socket::wait_read, [this, c](error_code ec) {
         if (ec == asio::error::operation_aborted)
             return;  // taken for a request, or closing
-        close_overflow(c);
+        close_private(c);
     });
 }
 
-void UpstreamPool::close_overflow(const UpstreamPtr& c)
+void UpstreamPool::close_private(const UpstreamPtr& c)
 {
     error_code ig;
     c->sock_.close(ig);
     auto it = pools_.find(c->pool_id_);
     if (it == pools_.end())
         return;
-    auto& idle = it->second.overflow_idle;
-    for (auto i = idle.begin(); i != idle.end(); ++i) {
-        if (*i == c) {
-            idle.erase(i);
-            break;
-        }
-    }
-    if (it->second.overflow_open)
-        it->second.overflow_open--;
-}
-
-void UpstreamPool::release(const UpstreamPtr& c, bool reusable)
-{
-    if (c->slot_ == L7_NO_SLOT)
-        return release_overflow(c, reusable);
-    l7_slot* s = slot(c->slot_);
-    if (reusable && c->sock_.is_open() && !peer_closed(s) && pools_.count(s->pool_id) &&
-        pools_[s->pool_id].in_use && cas(s, L7_SLOT_UBUSY, L7_SLOT_IDLE)) {
-        watch(c);
-        return;
-    }
-    state_of(s).store(L7_SLOT_DEAD);
-    retire_and_refill(c);
+    auto& idle = it->second.private_idle;
+    idle.erase(std::remove(idle.begin(), idle.end(), c), idle.end());
+    if (it->second.private_open)
+        it->second.private_open--;
 }
 
 void UpstreamPool::finish_relay(const UpstreamPtr& c, bool reusable)
 {
-    l7_slot* s = slot(c->slot_);
-    if (reusable && c->sock_.is_open() && cas(s, L7_SLOT_RELAY, L7_SLOT_IDLE)) {
+    uint64_t* st = state_word(c->slot_);
+    auto s = slot(c->slot_);
+    bool closed = !s || (s->flags & L7_SF_PEER_CLOSED);
+    if (reusable && !closed && c->sock_.is_open() && cas(st, L7_SLOT_RELAY, L7_SLOT_IDLE)) {
+        mark_idle(c->slot_);
         watch(c);
         return;
     }
-    state_of(s).store(L7_SLOT_DEAD);
-    retire(c);
+    atomic(st).store(L7_SLOT_DEAD);
+    retire_and_refill(c);
 }
 
 void UpstreamPool::watch(const UpstreamPtr& c)
@@ -441,7 +614,8 @@ void UpstreamPool::watch(const UpstreamPtr& c)
     c->watching_ = true;
     c->sock_.async_wait(tcp::socket::wait_read, [this, c](error_code ec) {
         c->watching_ = false;
-        if (conns_[c->slot_] != c)
+        const UpstreamPtr* now = conn_ptr(c->slot_);
+        if (!now || *now != c)
             return;  // retired meanwhile
         if (ec && ec != asio::error::operation_aborted)
             return;
@@ -451,20 +625,26 @@ void UpstreamPool::watch(const UpstreamPtr& c)
 
 void UpstreamPool::on_readable(const UpstreamPtr& c)
 {
-    l7_slot* s = slot(c->slot_);
+    uint64_t* st = state_word(c->slot_);
     for (int attempt = 0; attempt < 4; attempt++) {
-        uint64_t st = state_of(s).load();
-        switch (st) {
-        case L7_SLOT_UBUSY:
+        uint64_t state = atomic(st).load();
+        switch (state) {
         case L7_SLOT_CONNECTING:
         case L7_SLOT_EMPTY:
             return;  // someone else owns it
         case L7_SLOT_DEAD:
             retire_and_refill(c);
             return;
-        case L7_SLOT_RELAY:
+        case L7_SLOT_RELAY: {
+            auto s = slot(c->slot_);
+            if (!s) {
+                atomic(st).store(L7_SLOT_DEAD);
+                retire_and_refill(c);
+                return;
+            }
             on_exchange_end_({KernelExchangeEnd::Kind::Relay, *s, c, 0});
             return;
+        }
         case L7_SLOT_IDLE: {
             char b;
             ssize_t n = ::recv(c->sock_.native_handle(), &b, 1, MSG_PEEK | MSG_DONTWAIT);
@@ -474,7 +654,7 @@ void UpstreamPool::on_readable(const UpstreamPtr& c)
             }
             // closed by the backend (keep-alive timeout), or bytes nobody
             // asked for: either way the connection is done
-            if (cas(s, L7_SLOT_IDLE, L7_SLOT_DEAD)) {
+            if (cas(st, L7_SLOT_IDLE, L7_SLOT_DEAD)) {
                 retire_and_refill(c);
                 return;
             }
@@ -489,14 +669,14 @@ void UpstreamPool::on_readable(const UpstreamPtr& c)
                 watch(c);
                 return;
             }
-            if (!cas(s, L7_SLOT_KBUSY, L7_SLOT_DEAD))
+            if (!cas(st, L7_SLOT_KBUSY, L7_SLOT_DEAD))
                 continue;
             log::debug("pool: upstream ", dataplane::to_string(c->key_), " closed during a kernel exchange");
-            bool until_close = s->resp.phase == L7_RESP_BODY &&
-                               s->resp.body.kind == L7_BODY_UNTIL_CLOSE;
+            l7_slot s = slot(c->slot_).value_or(l7_slot{});
+            bool until_close = s.resp.phase == L7_RESP_BODY && s.resp.body.kind == L7_BODY_UNTIL_CLOSE;
             on_exchange_end_({until_close ? KernelExchangeEnd::Kind::UntilClose
                                           : KernelExchangeEnd::Kind::Failed,
-                              *s, nullptr, 502});
+                              s, nullptr, 502});
             retire_and_refill(c);
             return;
         }
@@ -510,52 +690,71 @@ void UpstreamPool::on_readable(const UpstreamPtr& c)
 // an idle slot for the next request.
 void UpstreamPool::retire_and_refill(const UpstreamPtr& c)
 {
+    const uint32_t pool_id = c->pool_id_;
     retire(c);
-    warm_all();
+    grow(pool_id);
 }
 
 void UpstreamPool::on_slot_event(uint32_t id)
 {
-    if (id >= L7_MAX_SLOTS || !conns_[id])
+    const UpstreamPtr* c = conn_ptr(id);
+    if (!c || !*c)
         return;
     // wake the watcher; its handler looks at the slot's new state
-    if (conns_[id]->watching_) {
+    if ((*c)->watching_) {
         error_code ig;
-        conns_[id]->sock_.cancel(ig);
+        (*c)->sock_.cancel(ig);
     }
 }
 
 void UpstreamPool::sweep(std::chrono::milliseconds timeout)
 {
-    uint64_t now = monotonic_ns();
-    uint64_t limit = static_cast<uint64_t>(timeout.count()) * 1000000ull;
-    for (uint32_t id = 0; id < L7_MAX_SLOTS; id++) {
-        auto c = conns_[id];
-        Suspect& suspect = suspects_[id];
-        Suspect seen{};
-        l7_slot* s = c ? slot(id) : nullptr;
-        if (s && state_of(s).load() == L7_SLOT_KBUSY) {
-            seen.uses = std::atomic_ref<__u64>(s->uses).load();
-            seen.start = std::atomic_ref<__u64>(s->req_start_ns).load();
-        }
-        // The data plane claims a slot (CAS to KBUSY) before it stamps the
-        // request's start and use count: a claim seen in between carries the
-        // previous request's stamp. Only an exchange seen expired, with the
-        // same stamp, on two consecutive sweeps has really timed out.
-        bool expired = seen.start && now - seen.start >= limit;
-        bool confirmed = expired && suspect.uses == seen.uses && suspect.start == seen.start;
-        suspect = expired && !confirmed ? seen : Suspect{};
-        if (!confirmed || !cas(s, L7_SLOT_KBUSY, L7_SLOT_DEAD))
-            continue;
-        log::notice("upstream ", pools_[s->pool_id].address.str(),
-                    " did not answer a kernel-path request within ", timeout.count(), " ms (",
-                    dataplane::to_string(c->key_), ", request ", s->uses, " on it, ",
-                    s->resp.bytes, " response bytes forwarded, ", pending_bytes(c->sock_.native_handle()),
-                    " bytes waiting on the daemon's end, backend ",
-                    (s->flags & L7_SF_BACKEND_LOCAL) ? "local" : "remote", ")");
-        on_exchange_end_({KernelExchangeEnd::Kind::Failed, *s, nullptr, 504});
-        retire(c);
+    const uint64_t now = monotonic_ns();
+    const uint64_t limit = static_cast<uint64_t>(timeout.count()) * 1000000ull;
+    std::map<uint32_t, Suspect> next;
+    for (auto& [pid, pool] : pools_) {
+        for (uint16_t chunk : pool.chunks)
+            for (uint32_t i = 0; i < L7_SLOT_CHUNK; i++) {
+                const uint32_t id = chunk * L7_SLOT_CHUNK + i;
+                const UpstreamPtr* cp = conn_ptr(id);
+                if (!cp || !*cp || slot_state(id) != L7_SLOT_KBUSY)
+                    continue;
+                UpstreamPtr c = *cp;
+                auto s = slot(id);
+                if (!s)
+                    continue;
+                // The data plane claims a slot (CAS to KBUSY) before it
+                // stamps the request's start and use count: a claim seen in
+                // between carries the previous request's stamp. Only an
+                // exchange seen expired, with the same stamp, on two
+                // consecutive sweeps has really timed out.
+                Suspect seen{s->uses, s->req_start_ns};
+                if (!seen.start || now - seen.start < limit)
+                    continue;
+                auto was = suspects_.find(id);
+                bool confirmed = was != suspects_.end() && was->second.uses == seen.uses &&
+                                 was->second.start == seen.start;
+                if (!confirmed) {
+                    next[id] = seen;
+                    continue;
+                }
+                if (!cas(state_word(id), L7_SLOT_KBUSY, L7_SLOT_DEAD))
+                    continue;
+                log::notice("upstream ", pool.address.str(), " did not answer a kernel-path request within ",
+                            timeout.count(), " ms (", dataplane::to_string(c->key_), ", request ", s->uses,
+                            " on it, ", s->resp.bytes, " response bytes forwarded, ",
+                            pending_bytes(c->sock_.native_handle()), " bytes waiting on the daemon's end, backend ",
+                            (s->flags & L7_SF_BACKEND_LOCAL) ? "local" : "remote", ")");
+                on_exchange_end_({KernelExchangeEnd::Kind::Failed, *s, nullptr, 504});
+                retire(c);
+            }
+        pool.grown /= 2;  // what misses asked for decays once they stop (open ones stay)
+        const auto old = std::chrono::steady_clock::now() - kPrivateIdle;
+        for (auto c : std::vector<UpstreamPtr>(pool.private_idle))
+            if (c->idle_since < old)
+                close_private(c);
     }
+    suspects_ = std::move(next);
     warm_all();
 }
 
@@ -568,8 +767,9 @@ bool UpstreamPool::adopt(int fd)
     if (dp_ && dataplane::conn_key_of(fd, true, &key) &&
         ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &plen) == 0)
         id = dp_->slot_by_tuple(key);
-    l7_slot* s = id ? slot(*id) : nullptr;
-    uint64_t st = s ? state_of(s).load() : uint64_t(L7_SLOT_EMPTY);
+    std::optional<l7_slot> s = id ? slot(*id) : std::nullopt;
+    const uint64_t st = id ? slot_state(*id) : uint64_t(L7_SLOT_EMPTY);
+    l7_pool* sp = s ? shared_pool(s->pool_id) : nullptr;
     policy::SocketAddress addr;
     if (s) {
         addr.family = peer.ss_family;
@@ -584,22 +784,34 @@ bool UpstreamPool::adopt(int fd)
         }
     }
     auto known = ids_.find(addr);
-    bool usable = s && !conns_[*id] && (st == L7_SLOT_IDLE || st == L7_SLOT_KBUSY) &&
-                  (known == ids_.end() || known->second == s->pool_id) &&
-                  s->pool_id < L7_MAX_POOLS && *id / L7_SLOTS_PER_POOL == s->pool_id;
+    const UpstreamPtr* taken = id ? conn_ptr(*id) : nullptr;
+    bool usable = s && sp && !(taken && *taken) && (st == L7_SLOT_IDLE || st == L7_SLOT_KBUSY) &&
+                  (known == ids_.end() || known->second == s->pool_id) && s->pool_chunk < sp->n_chunks &&
+                  sp->chunk[s->pool_chunk] == *id / L7_SLOT_CHUNK;
     if (!usable) {
-        // a connection in the middle of a slow-path exchange or a relay
-        // cannot be resumed: its bytes were partly read by the old daemon
-        if (s && !conns_[*id])
-            state_of(s).store(L7_SLOT_EMPTY);
-        if (dp_)
+        // a connection in the middle of a relay cannot be resumed: its
+        // bytes were partly read by the old daemon
+        if (id && !(taken && *taken))
+            atomic(state_word(*id)).store(L7_SLOT_EMPTY);
+        if (dp_) {
             dp_->slot_unregister_tuple(key);
+            if (id)
+                dp_->remove_slot_sockets(*id, fd);
+        }
         FdStore::get().remove(id ? store_name(*id) : std::string());
         ::close(fd);
         return false;
     }
     if (known == ids_.end()) {
-        pools_[s->pool_id] = Pool{addr, true, 0, {}};
+        // the pool as the previous daemon left it: its chunks, in order
+        Pool p;
+        p.address = addr;
+        for (uint32_t i = 0; i < sp->n_chunks && i < L7_POOL_MAX_CHUNKS; i++) {
+            p.chunks.push_back(sp->chunk[i]);
+            free_chunks_.erase(std::remove(free_chunks_.begin(), free_chunks_.end(), sp->chunk[i]),
+                               free_chunks_.end());
+        }
+        pools_[s->pool_id] = std::move(p);
         ids_[addr] = s->pool_id;
     }
     tcp::socket sock(io_);
@@ -611,7 +823,7 @@ bool UpstreamPool::adopt(int fd)
     }
     auto conn = std::make_shared<UpstreamConn>(*this, s->pool_id, *id, std::move(sock));
     conn->key_ = key;
-    conns_[*id] = conn;
+    conn_at(*id) = conn;
     watch(conn);
     return true;
 }
@@ -620,34 +832,50 @@ void UpstreamPool::reconcile_adopted()
 {
     if (!dp_)
         return;
-    for (const auto& [key, id] : dp_->slot_tuples())
-        if (id >= L7_MAX_SLOTS || !conns_[id] || std::memcmp(&conns_[id]->key_, &key, sizeof(key)))
+    for (const auto& [key, id] : dp_->slot_tuples()) {
+        const UpstreamPtr* c = conn_ptr(id);
+        if (id >= L7_MAX_SLOTS || !c || !*c || std::memcmp(&(*c)->key_, &key, sizeof(key)))
             dp_->slot_unregister_tuple(key);
-    for (uint32_t id = 0; id < L7_MAX_SLOTS; id++) {
-        if (conns_[id])
-            continue;
-        l7_slot* s = slot(id);
-        if (state_of(s).load() != L7_SLOT_EMPTY) {
-            dp_->remove_slot_sockets(id);
-            state_of(s).store(L7_SLOT_EMPTY);
-        }
     }
+    for (uint32_t id = 0; id < L7_MAX_SLOTS; id++) {
+        const UpstreamPtr* c = conn_ptr(id);
+        if ((c && *c) || slot_state(id) == L7_SLOT_EMPTY)
+            continue;
+        dp_->remove_slot_sockets(id, -1);
+        atomic(state_word(id)).store(L7_SLOT_EMPTY);
+    }
+    // pools the previous daemon had that nothing was adopted for
+    for (uint32_t pid = 0; pid < L7_MAX_POOLS; pid++)
+        if (!pools_.count(pid))
+            if (l7_pool* sp = shared_pool(pid))
+                *sp = l7_pool{};
+    // idle hints as the adopted states are
+    for (auto& [pid, pool] : pools_)
+        if (l7_pool* sp = shared_pool(pid))
+            for (size_t pos = 0; pos < pool.chunks.size(); pos++) {
+                uint64_t bits = 0;
+                for (uint32_t i = 0; i < L7_SLOT_CHUNK; i++)
+                    if (slot_state(pool.chunks[pos] * L7_SLOT_CHUNK + i) == L7_SLOT_IDLE)
+                        bits |= 1ull << i;
+                std::atomic_ref<__u64>(sp->idle[pos]).store(bits);
+            }
 }
 
 void UpstreamPool::retire(const UpstreamPtr& c)
 {
-    uint32_t id = c->slot_;
+    const uint32_t id = c->slot_;
     FdStore::get().remove(store_name(id));
     log::debug("pool: closing upstream connection ", dataplane::to_string(c->key_), " (slot ", id, ")");
     if (dp_) {
-        dp_->remove_slot_sockets(id);
+        dp_->remove_slot_sockets(id, c->sock_.native_handle());
         dp_->slot_unregister_tuple(c->key_);
     }
     error_code ig;
     c->sock_.close(ig);
-    if (conns_[id] == c)
-        conns_[id].reset();
-    state_of(slot(id)).store(L7_SLOT_EMPTY);
+    UpstreamPtr& at = conn_at(id);
+    if (at == c)
+        at.reset();
+    atomic(state_word(id)).store(L7_SLOT_EMPTY);
 }
 
 }  // namespace l7fast::proxy

@@ -1,17 +1,24 @@
-// Pooled upstream connections, shared by the kernel path and the slow path.
+// Pooled upstream connections.
 //
-// Each pooled connection is a slot of the l7_slots table (mmapped from the
-// data plane, or plain memory without one). State changes are compare-and-
-// swap on both sides: the data plane claims IDLE slots for kernel requests,
-// the slow path claims IDLE slots (or opens new connections) for its own, and
-// a connection returns to IDLE when its response is complete. The daemon
-// opens every connection itself (the paper's design: a pool miss is
-// forwarded to the control plane, which connects and fills the pool).
+// Two kinds, kept apart:
+//  - kernel slots: connections in the data plane's pool table, claimed by
+//    kernel-path requests (IDLE -> KBUSY, a compare-and-swap on the slot's
+//    state word, which the daemon maps). The daemon opens them, watches them
+//    while busy (an upstream that closes or stalls ends the exchange), takes
+//    over responses the data plane hands over (RELAY) and retires dead ones.
+//    A pool gets its slots in chunks of L7_SLOT_CHUNK as it grows, up to
+//    daemon.pool_max connections per upstream address.
+//  - slow-path connections: the user-space proxy's own, never visible to the
+//    data plane, so the slow path never takes a connection the kernel could
+//    use (up to kMaxPrivate per address; past that the answer is 503). At
+//    most pool_max of them stay open idle, each for kPrivateIdle at most.
 //
-// The slot table holds at most L7_SLOTS_PER_POOL connections per upstream
-// address. When every slot is busy, the slow path does not fail the request:
-// it uses overflow connections, which the data plane never sees (up to
-// kMaxOverflow per address; only past that is the answer 503).
+// The kernel's pools are kept ahead of demand: every accepted client
+// connection makes sure each pool its listener's kernel routes use has
+// room for it (pre-warming: a non-pipelining client needs one upstream
+// connection at a time), a kernel claim that finds nothing idle raises the
+// pool's miss flag and an event, and the pool doubles then; the periodic
+// sweep keeps a quarter of the busy count idle on top of pool_min_idle.
 #pragma once
 
 #include <array>
@@ -36,12 +43,12 @@ namespace l7fast::proxy {
 
 class UpstreamPool;
 
-// One pooled connection (the daemon's end, U_d).
+// One pooled connection (the daemon's end).
 class UpstreamConn : public std::enable_shared_from_this<UpstreamConn> {
 public:
     UpstreamConn(UpstreamPool& pool, uint32_t pool_id, uint32_t slot, tcp::socket sock);
     tcp::socket& socket() { return sock_; }
-    // L7_NO_SLOT for an overflow connection
+    // L7_NO_SLOT for a slow-path connection
     uint32_t slot_id() const { return slot_; }
     const l7_conn_key& key() const { return key_; }
 
@@ -53,6 +60,7 @@ private:
     tcp::socket sock_;
     l7_conn_key key_{};
     bool watching_ = false;
+    std::chrono::steady_clock::time_point idle_since{};  // a slow-path one, while idle
 };
 
 using UpstreamPtr = std::shared_ptr<UpstreamConn>;
@@ -70,6 +78,16 @@ struct KernelExchangeEnd {
     int status;        // Failed: 502 or 504
 };
 
+// Connections of one upstream address, for telemetry and tests.
+struct PoolFigures {
+    uint32_t slots = 0;         // kernel slots open or opening
+    uint32_t idle = 0;          // of them idle
+    uint32_t busy = 0;          // in a kernel exchange or a relay
+    uint32_t chunks = 0;
+    uint32_t private_open = 0;  // slow-path connections
+    uint32_t private_idle = 0;
+};
+
 class UpstreamPool {
 public:
     using ExchangeHandler = std::function<void(KernelExchangeEnd)>;
@@ -78,11 +96,12 @@ public:
     ~UpstreamPool();
 
     // A pooled connection a previous l7fastd left in the fd store: it keeps
-    // its slot (found by its 4-tuple) and that slot's pool id, if the slot
-    // is IDLE or in a kernel exchange (KBUSY); anything else cannot be
-    // resumed and is closed. Call before any pool id is handed out.
+    // its slot (found by its 4-tuple), that slot's pool id and chunk, if
+    // the slot is IDLE or in a kernel exchange (KBUSY); anything else
+    // cannot be resumed and is closed. Call before any pool id is handed
+    // out.
     bool adopt(int fd);
-    // After adopting: slots and tuples nobody adopted are emptied.
+    // After adopting: slots, chunks and tuples nobody adopted are emptied.
     void reconcile_adopted();
 
     // Stable id of an upstream address (kept across reloads while in use).
@@ -95,19 +114,29 @@ public:
     }
     // Forget pools of addresses no longer referenced by any cluster.
     void retain_only(const std::vector<policy::SocketAddress>& in_use);
+    // The pools kernel routes of each listener (stable id) may take a
+    // connection from: what accepting a client pre-warms.
+    void set_kernel_pools(std::map<uint32_t, std::vector<uint32_t>> by_listener);
 
     void set_limits(uint32_t min_idle, uint32_t max_per_pool,
                     std::chrono::milliseconds connect_timeout);
-    // Opens connections so each pool has min_idle idle ones.
+    // Opens kernel connections where a pool has less room than it should.
     void warm_all();
+    // A client connection was accepted on listener `listener_id`, which has
+    // `clients` open now: each of its kernel pools gets room for them all.
+    void on_client_accepted(uint32_t listener_id, size_t clients);
+    // L7_EV_POOL_MISS: a kernel request found no idle connection.
+    void on_pool_miss(uint32_t pool_id);
 
-    static constexpr uint32_t kMaxOverflow = 1024;
+    static constexpr uint32_t kMaxPrivate = 1024;
+    static constexpr std::chrono::seconds kPrivateIdle{5};
 
-    // A connection for the slow path (a slot in state UBUSY, or an overflow
-    // connection when every slot is busy), or an error: connection_refused /
-    // timed_out (502/504), no_buffer_space (kMaxOverflow reached too: 503).
+    // A connection for the slow path (its own, never a kernel slot), or an
+    // error: connection_refused / timed_out (502/504), no_buffer_space
+    // (kMaxPrivate reached: 503).
     awaitable<UpstreamPtr> acquire(uint32_t pool_id, error_code& ec);
-    // Returns a slow-path connection: to the pool if `reusable`, else closed.
+    // Returns a slow-path connection: kept for the next one if `reusable`,
+    // else closed.
     void release(const UpstreamPtr& c, bool reusable);
     // Takes over a relayed connection after the relay (reusable or not).
     void finish_relay(const UpstreamPtr& c, bool reusable);
@@ -115,50 +144,79 @@ public:
     // Data-plane events: a slot was handed over or died.
     void on_slot_event(uint32_t slot);
     // Times out kernel exchanges older than `timeout` (as seen on two
-    // consecutive sweeps).
+    // consecutive sweeps), then grows what needs room.
     void sweep(std::chrono::milliseconds timeout);
 
-    l7_slot* slot(uint32_t id);
-    // Slots and overflow connections open now.
+    // The slot's state word, shared with the data plane (plain memory
+    // without one); a copy of the slot, and its write (the daemon writes a
+    // slot only before the connection exists).
+    uint64_t* state_word(uint32_t id) const;
+    // The pool's words shared with the data plane (l7_pools).
+    l7_pool* shared_pool(uint32_t pool_id) const;
+    uint64_t slot_state(uint32_t id) const;
+    std::optional<l7_slot> slot(uint32_t id) const;
+    bool slot_write(uint32_t id, const l7_slot& s);
+    // Kernel slots and slow-path connections open now.
     size_t open_connections() const;
+    PoolFigures figures(uint32_t pool_id) const;
 
 private:
+    using ChunkConns = std::array<UpstreamPtr, L7_SLOT_CHUNK>;
     struct Pool {
         policy::SocketAddress address;
         bool in_use = true;
-        uint32_t overflow_open = 0;           // overflow connections, idle or busy
-        std::vector<UpstreamPtr> overflow_idle;
+        std::vector<uint16_t> chunks;              // as in l7_pools[id].chunk
+        uint32_t want = 0;                         // open at least this many (pre-warming)
+        uint32_t grown = 0;                        // and this many (doubled on misses)
+        uint32_t private_open = 0;                 // slow-path connections, idle or busy
+        std::vector<UpstreamPtr> private_idle;
+    };
+    struct Counts {
+        uint32_t empty = 0, connecting = 0, idle = 0, busy = 0;
+        uint32_t open() const { return connecting + idle + busy; }
     };
 
-    awaitable<void> connect_socket(tcp::socket& sock, const tcp::endpoint& ep, error_code& ec);
-    awaitable<UpstreamPtr> connect_overflow(uint32_t pool_id, error_code& ec);
-    void release_overflow(const UpstreamPtr& c, bool reusable);
-    void watch_overflow(const UpstreamPtr& c);
-    void close_overflow(const UpstreamPtr& c);
+    UpstreamPtr& conn_at(uint32_t id);
+    const UpstreamPtr* conn_ptr(uint32_t id) const;
+    Counts count(uint32_t pool_id) const;
+    // Opens up to `n` more kernel connections for the pool (taking chunks
+    // as needed); returns how many were started.
+    uint32_t open_slots(uint32_t pool_id, uint32_t n);
+    std::optional<uint32_t> take_chunk(uint32_t pool_id);
+    void give_back_chunks(uint32_t pool_id);
+    void grow(uint32_t pool_id);
+    void mark_idle(uint32_t id);
 
-    awaitable<UpstreamPtr> connect_slot(uint32_t pool_id, uint32_t slot, uint64_t final_state,
-                                        error_code& ec);
+    awaitable<void> connect_socket(tcp::socket& sock, const tcp::endpoint& ep, error_code& ec);
+    awaitable<UpstreamPtr> connect_private(uint32_t pool_id, error_code& ec);
+    void watch_private(const UpstreamPtr& c);
+    void close_private(const UpstreamPtr& c);
+
+    awaitable<void> connect_slot(uint32_t pool_id, uint32_t slot, uint16_t chunk_pos);
     void watch(const UpstreamPtr& c);
     void on_readable(const UpstreamPtr& c);
     void retire(const UpstreamPtr& c);
     void retire_and_refill(const UpstreamPtr& c);
-    uint32_t count_state(uint32_t pool_id, uint64_t state);
 
     asio::io_context& io_;
     dataplane::Dataplane* dp_;
     ExchangeHandler on_exchange_end_;
-    std::vector<l7_slot> local_slots_;  // without a data plane
+    // without a data plane: the shared words in plain memory
+    std::vector<uint64_t> local_states_;
+    std::vector<l7_pool> local_pools_;
+    std::map<uint32_t, l7_slot> local_slots_;
     std::map<uint32_t, Pool> pools_;
     std::map<policy::SocketAddress, uint32_t> ids_;
-    std::array<UpstreamPtr, L7_MAX_SLOTS> conns_{};
+    std::map<uint32_t, std::vector<uint32_t>> kernel_pools_;  // by listener id
+    std::vector<std::unique_ptr<ChunkConns>> chunk_conns_;     // by chunk id
+    std::vector<uint16_t> free_chunks_;
     // KBUSY slots the last sweep saw past the request timeout (see sweep)
     struct Suspect {
         uint64_t uses = 0, start = 0;
     };
-    std::array<Suspect, L7_MAX_SLOTS> suspects_{};
-    uint32_t min_idle_ = 2, max_per_pool_ = L7_SLOTS_PER_POOL;
+    std::map<uint32_t, Suspect> suspects_;
+    uint32_t min_idle_ = 2, max_per_pool_ = L7_POOL_MAX;
     std::chrono::milliseconds connect_timeout_{1000};
-    uint32_t warming_ = 0;
 };
 
 }  // namespace l7fast::proxy

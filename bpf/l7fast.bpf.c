@@ -34,6 +34,13 @@ const volatile __u32 cfg_trace = 0;          /* decision traces to the daemon */
 /* local clients' part of l7_conns, as an index mask (a smaller power of two
  * only for the daemon's test fault map-full=N) */
 const volatile __u32 cfg_conns_local_mask = L7_CONNS_LOCAL - 1;
+/* The benchmark's ceiling (L7FAST_TEST_FAULT=bench-raw), never a policy:
+ * every request goes to an idle connection of l7_config.raw_pool and every
+ * response message back, through the same sockets and redirects, with no
+ * parsing, matching, framing or counting (scripts/bench: l7fast-raw). Each
+ * message is one whole request or response: the benchmark's wrk and nginx
+ * write them so (nginx: head and body in one writev). */
+const volatile __u32 cfg_raw = 0;
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -635,6 +642,49 @@ pass:
 	return l7_msg_pass(msg, &l7_sk_client, idx);
 }
 
+/* cfg_raw: the request's whole message to an idle connection of the raw
+ * pool, as l7_req_msg_decided sends a kernel request. */
+static __always_inline int l7_req_raw(void *ctx, int is_msg, struct l7_conn *c, struct l7_conn_sync *sy,
+				      const struct l7_sk_ref *cref, struct l7_config *cfg, __u32 size)
+{
+	struct l7_scratch *s = l7_scratch_get();
+	struct l7_slot *slot;
+	__u32 id;
+	int v;
+
+	if (!s)
+		return -1;
+	id = l7_g_claim(s, c, cfg->raw_pool);
+	l7_scratch_put(s);
+	slot = bpf_map_lookup_elem(&l7_slots, &id);
+	if (!slot)
+		return -1;
+	slot->client = cref->idx;
+	slot->client_gen = cref->gen;
+	slot->client_local = is_msg;
+	if (slot->flags & L7_SF_BACKEND_LOCAL)
+		v = is_msg ? bpf_msg_redirect_map(ctx, &l7_sk_backend, id, BPF_F_INGRESS)
+			   : bpf_sk_redirect_map(ctx, &l7_sk_backend, id, BPF_F_INGRESS);
+	else
+		v = is_msg ? bpf_msg_redirect_map(ctx, &l7_sk_upstream, id, 0)
+			   : bpf_sk_redirect_map(ctx, &l7_sk_upstream, id, 0);
+	if (v != SK_PASS) {
+		l7_slot_unclaim(id);
+		return -1;
+	}
+	sy->k_busy = 1;
+	return SK_PASS;
+}
+
+/* cfg_raw: a response message back to the client whole, the exchange over. */
+static __always_inline void l7_resp_raw_done(struct l7_slot *slot, __u64 *st, __u32 id,
+					     struct l7_conn_sync *sy)
+{
+	sy->k_busy = 0;
+	*st = L7_SLOT_IDLE;
+	l7_pool_mark_idle(slot, id);
+}
+
 SEC("sk_msg")
 int l7_req_msg(struct sk_msg_md *msg)
 {
@@ -671,6 +721,13 @@ int l7_req_msg(struct sk_msg_md *msg)
 	cfg = l7_cfg();
 	if (!cfg || !(cfg->flags & L7_CF_ENABLED)) {
 		l7_passed(c, size, L7_R_DISABLED);
+		return l7_msg_pass(msg, &l7_sk_client, idx);
+	}
+	if (cfg_raw) {
+		v = l7_req_raw(msg, 1, c, sy, ref, cfg, size);
+		if (v == SK_PASS)
+			return v;
+		l7_passed(c, size, L7_R_POOL_MISS);
 		return l7_msg_pass(msg, &l7_sk_client, idx);
 	}
 	s = l7_scratch_get();
@@ -960,6 +1017,11 @@ int l7_resp_msg(struct sk_msg_md *msg)
 	 * redirect, and a local client reads its ingress queue first.
 	 */
 	c = l7_slot_client(slot, &sy);
+	if (cfg_raw && c && sy) {
+		if (l7_resp_redirect_msg(msg, slot) == SK_PASS)
+			l7_resp_raw_done(slot, st, id, sy);
+		return SK_PASS;
+	}
 	if (!c || c->mode == L7_MODE_USER || l7_resp_over_budget(slot, size)) {
 		l7_relay(slot, st, id);
 		return l7_msg_pass(msg, &l7_sk_backend, id);
@@ -1025,6 +1087,11 @@ int l7_resp_skb(struct __sk_buff *skb)
 	/* as in l7_resp_msg; here also because SK_SKB redirects are delivered
 	 * later, by the target's backlog worker */
 	c = l7_slot_client(slot, &sy);
+	if (cfg_raw && c && sy) {
+		if (l7_resp_redirect_skb(skb, slot) == SK_PASS)
+			l7_resp_raw_done(slot, st, id, sy);
+		return SK_PASS;
+	}
 	if (!c || c->mode == L7_MODE_USER) {
 		l7_relay(slot, st, id);
 		return SK_PASS;
@@ -1112,6 +1179,13 @@ int l7_req_skb(struct __sk_buff *skb)
 	cfg = l7_cfg();
 	if (!cfg || !(cfg->flags & L7_CF_ENABLED)) {
 		l7_passed(c, len, L7_R_DISABLED);
+		return SK_PASS;
+	}
+	if (cfg_raw) {
+		v = l7_req_raw(skb, 0, c, sy, ref, cfg, len);
+		if (v == SK_PASS)
+			return v;
+		l7_passed(c, len, L7_R_POOL_MISS);
 		return SK_PASS;
 	}
 	s = l7_scratch_get();

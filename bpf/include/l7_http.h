@@ -11,9 +11,10 @@
  * rules") lists every rule. In the kernel an error simply means "let the slow
  * path deal with it".
  *
- * Cost model: the header block is scanned 8 bytes at a time (SWAR); bytes are
- * looked at individually only in words that contain a control character,
- * inside field names, and around OWS.
+ * Cost model: the header block is scanned 8 bytes at a time (SWAR); the fast
+ * stages take plain heads a word and a field line at a time; the strict
+ * stages, for everything else, look at bytes individually in words that
+ * contain a control character, inside field names, and around OWS.
  */
 #ifndef L7_HTTP_H
 #define L7_HTTP_H
@@ -85,7 +86,7 @@ struct l7_hdr {
 	__u16 name_len;
 	__u16 val_off;
 	__u16 val_len;
-	__u32 name_hash; /* l7_name_hash_step() over the lower-cased name */
+	__u32 name_hash; /* l7_name_hash() of the name */
 	__u32 pad;
 };
 
@@ -197,22 +198,40 @@ L7_INLINE int l7_is_tchar(__u8 c)
 	return 0;
 }
 
-/* Unkeyed identity of a lower-cased header name (FNV-1a); every use verifies
- * the bytes, so collisions only cost time. */
-#define L7_NAME_HASH_INIT 2166136261u
-
-L7_INLINE __u32 l7_name_hash_step(__u32 h, __u8 c)
+/* Unkeyed identity of a lower-cased header name: the low 32 bits of the
+ * word-at-a-time string hash with seed 0 (l7_hash_window, l7_hash_str in
+ * the compiler); every use verifies the bytes, so collisions only cost
+ * time. Names of up to 16 bytes, nearly all of them, take no loop. */
+L7_INLINE __u32 l7_name_hash(const struct l7_ws *ws, __u32 off, __u32 len)
 {
-	return (h ^ c) * 16777619u;
+	struct l7_window w = l7_ws_window(ws);
+	__u64 h, x;
+
+	if (len > 16)
+		return (__u32)l7_hash_window(&w, off, len > L7_MAX_MATCH_STR ? L7_MAX_MATCH_STR : len, 0, 1);
+	h = l7_hash_init(0);
+	if (len) {
+		x = l7_lower64(l7_load64(&w, off, 0));
+		h = l7_hash_word(h, len < 8 ? l7_low_bytes(x, len) : x);
+	}
+	if (len > 8) {
+		x = l7_lower64(l7_load64(&w, off + 8, 0));
+		h = l7_hash_word(h, len < 16 ? l7_low_bytes(x, len - 8) : x);
+	}
+	return (__u32)l7_hash_final(h, len);
 }
 
 /* ---- stage 1: line ends; control characters, bare CR and LF ------------- */
 
-L7_CALLBACK long l7_lines_cb(__u32 idx, void *ctx)
+/* Words per stage-1 callback: a word without control characters costs one
+ * test, so most of a head goes by four words a call. */
+#define L7_LINE_WORDS 4
+
+/* One word of stage 1 at `off`; 1: the scan stops (end of the head, an
+ * error, or the end of the bytes). */
+L7_INLINE long l7_lines_word(struct l7_ws *ws, __u32 off)
 {
-	struct l7_ws *ws = ((struct l7_wsref *)ctx)->ws;
 	struct l7_msg *m = &ws->msg;
-	__u32 off = idx * 8;
 	__u64 w;
 	int k;
 
@@ -265,6 +284,18 @@ L7_CALLBACK long l7_lines_cb(__u32 idx, void *ctx)
 	return 0;
 }
 
+L7_CALLBACK long l7_lines_cb(__u32 idx, void *ctx)
+{
+	struct l7_ws *ws = ((struct l7_wsref *)ctx)->ws;
+	int j;
+
+	L7_UNROLL
+	for (j = 0; j < L7_LINE_WORDS; j++)
+		if (l7_lines_word(ws, (idx * L7_LINE_WORDS + j) * 8))
+			return 1;
+	return 0;
+}
+
 L7_STEP int l7_step_lines(struct l7_ws *ws)
 {
 	struct l7_wsref r = { .ws = ws };
@@ -274,7 +305,7 @@ L7_STEP int l7_step_lines(struct l7_ws *ws)
 	ws->result = L7_P_MORE;
 	ws->pending_cr = 0;
 	ws->line_start = 0;
-	L7_LOOP(L7_WS_BUF / 8 + 1, l7_lines_cb, &r);
+	L7_LOOP(L7_WS_BUF / (8 * L7_LINE_WORDS) + 1, l7_lines_cb, &r);
 	if (ws->result == L7_P_MORE && ws->len >= L7_WS_BUF) {
 		l7_fail(ws, 431, L7_PE_TOO_LARGE);
 		return L7_P_ERROR;
@@ -566,7 +597,7 @@ L7_INLINE int l7_ws_lit(const struct l7_ws *ws, __u32 off, __u32 len, __u32 want
 
 #define L7_MAX_NAME_SCAN 256
 
-/* field-name up to ':', hashing the lower-cased name into b.acc */
+/* field-name up to ':' */
 L7_CALLBACK long l7_name_cb(__u32 i, void *ctx)
 {
 	struct l7_ws *ws = ((struct l7_wsref *)ctx)->ws;
@@ -588,7 +619,6 @@ L7_CALLBACK long l7_name_cb(__u32 i, void *ctx)
 		ws->b.bad = 1;
 		return 1;
 	}
-	ws->b.acc = l7_name_hash_step(ws->b.acc, l7_lower(c));
 	return 0;
 }
 
@@ -822,7 +852,6 @@ L7_CALLBACK long l7_field_cb(__u32 idx, void *ctx)
 		return l7_fail(ws, 400, L7_PE_OBS_FOLD);
 
 	l7_bscan_reset(ws, start, end);
-	ws->b.acc = L7_NAME_HASH_INIT;
 	L7_LOOP(L7_MAX_NAME_SCAN + 1, l7_name_cb, &r);
 	if (ws->b.bad)
 		return l7_fail(ws, 400, L7_PE_BAD_NAME);
@@ -839,7 +868,7 @@ L7_CALLBACK long l7_field_cb(__u32 idx, void *ctx)
 	h = &m->hdr[L7_IDX(n, L7_MAX_HEADERS - 1)];
 	h->name_off = (__u16)start;
 	h->name_len = (__u16)(colon - start);
-	h->name_hash = ws->b.acc;
+	h->name_hash = l7_name_hash(ws, start, colon - start);
 
 	l7_bscan_reset(ws, colon + 1, end);
 	L7_LOOP(L7_MAX_OWS + 1, l7_ows_fwd_cb, &r);
@@ -861,6 +890,307 @@ L7_STEP int l7_step_fields(struct l7_ws *ws)
 	ws->result = L7_P_OK;
 	L7_LOOP(L7_MAX_LINES, l7_field_cb, &r);
 	return ws->result == L7_P_ERROR;
+}
+
+/* ---- the fast stages ---------------------------------------------------- */
+
+/*
+ * Most heads are plain: a known method, a target the strict scan passes, an
+ * HTTP/1.1 or 1.0 version, and field lines "Name: value" whose name is
+ * letters, digits and '-', with at most one space after the colon and none
+ * at the end of the line. The fast stages take exactly those, word at a
+ * time and one callback per field line instead of one per byte, and hand
+ * everything else to the strict stages (L7_P_SLOW), which decide it; stage
+ * 1 (line ends, control characters) is the same for both. Whatever the fast
+ * stages accept, the strict ones accept with the very same l7_msg: the
+ * fuzzers check it (tests/fuzz: http_parse runs both natively, http_diff
+ * runs them as BPF against the native build).
+ */
+#define L7_P_SLOW 3 /* between the stages only: the strict stages decide */
+#define L7_FAST_NAME_WORDS 8  /* names up to 64 bytes */
+#define L7_FAST_HOST_WORDS 8  /* Host values up to 64 bytes */
+
+/* Bytes of x in m < b < n (m < 128, n <= 128) get their high bit set, with
+ * no carry between bytes; bytes >= 0x80 never do. */
+L7_INLINE __u64 l7_between(__u64 x, __u8 m, __u8 n)
+{
+	__u64 t = x & (L7_ONES * 127);
+
+	return ((L7_ONES * (127 + n) - t) & ~x & (t + L7_ONES * (127 - m))) & L7_HIGHS;
+}
+
+/* Bytes of x equal to c get their high bit set (exact per byte). */
+L7_INLINE __u64 l7_eq_mask(__u64 x, __u8 c)
+{
+	__u64 y = x ^ (L7_ONES * c);
+	__u64 t = (y & (L7_ONES * 127)) + L7_ONES * 127;
+
+	return ~(t | y | (L7_ONES * 127));
+}
+
+/* The high bits of the low n bytes (n in 0..8). */
+L7_INLINE __u64 l7_low_highs(__u32 n)
+{
+	return n >= 8 ? L7_HIGHS : (n ? L7_HIGHS & (~0ULL >> (64 - 8 * n)) : 0);
+}
+
+/* Index of the lowest byte of a non-zero high-bit mask. */
+L7_INLINE __u32 l7_lowest_byte(__u64 mask)
+{
+	__u32 i = 0;
+
+	if (!(mask & 0xffffffffULL)) { i += 4; mask >>= 32; }
+	if (!(mask & 0xffffULL)) { i += 2; mask >>= 16; }
+	if (!(mask & 0xffULL))
+		i += 1;
+	return i;
+}
+
+/* The low n bytes of x are letters, digits or '-' (a subset of tchar). */
+L7_INLINE int l7_fast_name_word(__u64 x, __u32 n)
+{
+	__u64 want = l7_low_highs(n);
+	__u64 ok = l7_between(x, '0' - 1, '9' + 1) | l7_between(x | (L7_ONES * 0x20), 'a' - 1, 'z' + 1) |
+		   l7_eq_mask(x, '-');
+
+	return (ok & want) == want;
+}
+
+/* The low n bytes of x are digits. */
+L7_INLINE int l7_fast_digits(__u64 x, __u32 n)
+{
+	__u64 want = l7_low_highs(n);
+
+	return (l7_between(x, '0' - 1, '9' + 1) & want) == want;
+}
+
+L7_INLINE int l7_fast_is_ows(__u8 c)
+{
+	return c == ' ' || c == '\t';
+}
+
+/* Host [":" port]: what l7_host_cb accepts, without IP literals; sets
+ * host_len. 1: not decided here. */
+L7_INLINE int l7_fast_host(struct l7_ws *ws, __u32 vo, __u32 vl)
+{
+	__u32 colon = L7_NONE, k;
+
+	if (vl == 0 || vl > L7_FAST_HOST_WORDS * 8)
+		return 1;
+	L7_UNROLL
+	for (k = 0; k < L7_FAST_HOST_WORDS; k++) {
+		__u32 p = vo + k * 8, n;
+		__u64 x, bad, cm;
+
+		if (k * 8 >= vl)
+			break;
+		n = vl - k * 8 < 8 ? vl - k * 8 : 8;
+		x = l7_wload(ws, p, 'a');
+		bad = (l7_eq_mask(x, ' ') | l7_eq_mask(x, '\t') | l7_eq_mask(x, '/') | l7_eq_mask(x, '@') |
+		       l7_eq_mask(x, '?') | l7_eq_mask(x, '#') | l7_eq_mask(x, '\\') | l7_eq_mask(x, '[') |
+		       l7_eq_mask(x, ']') | (x & L7_HIGHS)) & l7_low_highs(n);
+		if (bad)
+			return 1;
+		cm = l7_eq_mask(x, ':') & l7_low_highs(n);
+		if (colon == L7_NONE && cm) {
+			__u32 at = l7_lowest_byte(cm);
+
+			colon = k * 8 + at;
+			cm &= ~(0x80ULL << (8 * at));
+			/* the port: digits only, after the colon in this word */
+			if (at + 1 < n && !l7_fast_digits(x >> (8 * (at + 1)), n - at - 1))
+				return 1;
+		} else if (colon != L7_NONE && !l7_fast_digits(x, n)) {
+			return 1;
+		}
+		if (cm)
+			return 1; /* a second ':' */
+	}
+	if (colon == 0)
+		return 1;
+	ws->msg.host_len = (__u16)(colon == L7_NONE ? vl : colon);
+	return 0;
+}
+
+#define L7_LIT_KEEP_ALIVE_LEN 10
+
+/* l7_known_field for the fields the fast stages decide; 1: not here. */
+L7_INLINE int l7_fast_known_field(struct l7_ws *ws, __u32 n)
+{
+	struct l7_msg *m = &ws->msg;
+	const struct l7_hdr *h = &m->hdr[L7_IDX(n, L7_MAX_HEADERS - 1)];
+	__u32 no = h->name_off, nl = h->name_len, vo = h->val_off, vl = h->val_len, k;
+	__u64 v = 0;
+
+	if (l7_ws_lit(ws, no, nl, 4, L7_LIT_HOST, 0, 0)) {
+		if (m->host_idx != L7_NONE || l7_fast_host(ws, vo, vl))
+			return 1;
+		m->host_idx = (__u16)n;
+	} else if (l7_ws_lit(ws, no, nl, 14, L7_LIT_CONTENT_, L7_LIT_LENGTH, 0)) {
+		if ((m->flags & L7_MF_HAS_CL) || vl == 0 || vl > 18 ||
+		    !l7_fast_digits(l7_wload(ws, vo, '0'), vl < 8 ? vl : 8) ||
+		    (vl > 8 && !l7_fast_digits(l7_wload(ws, vo + 8, '0'), vl < 16 ? vl - 8 : 8)) ||
+		    (vl > 16 && !l7_fast_digits(l7_wload(ws, vo + 16, '0'), vl - 16)))
+			return 1;
+		for (k = 0; k < 18; k++) {
+			if (k >= vl)
+				break;
+			v = v * 10 + (l7_wat(ws, vo + k) - '0');
+		}
+		m->flags |= L7_MF_HAS_CL;
+		m->content_length = v;
+	} else if (l7_ws_lit(ws, no, nl, 10, L7_LIT_CONNECTI, L7_LIT_ON, 0)) {
+		if (l7_ws_lit(ws, vo, vl, 5, L7_LIT_CLOSE, 0, 0))
+			m->flags |= L7_MF_CLOSE;
+		else if (l7_ws_lit(ws, vo, vl, L7_LIT_KEEP_ALIVE_LEN, L7_LIT_KEEP_ALI, L7_LIT_VE, 0))
+			m->flags |= L7_MF_KEEP_ALIVE;
+		else
+			return 1;
+	} else if (l7_ws_lit(ws, no, nl, 17, L7_LIT_TRANSFER, L7_LIT__ENCODIN, L7_LIT_G) ||
+		   l7_ws_lit(ws, no, nl, 7, L7_LIT_UPGRADE, 0, 0) ||
+		   l7_ws_lit(ws, no, nl, 6, L7_LIT_EXPECT, 0, 0)) {
+		return 1;
+	}
+	return 0;
+}
+
+/* One field line, as l7_field_cb would take it, or L7_P_SLOW. */
+L7_CALLBACK long l7_fast_field_cb(__u32 idx, void *ctx)
+{
+	struct l7_ws *ws = ((struct l7_wsref *)ctx)->ws;
+	struct l7_msg *m = &ws->msg;
+	__u32 line = idx + 1, start, end, colon = L7_NONE, vo, ve, n, k;
+	struct l7_hdr *h;
+
+	if (line >= m->n_lines)
+		return 1;
+	start = m->line_end[L7_IDX(line - 1, L7_LINE_MASK)] + 2;
+	end = m->line_end[L7_IDX(line, L7_LINE_MASK)];
+	if (end <= start)
+		goto slow;
+	L7_UNROLL
+	for (k = 0; k < L7_FAST_NAME_WORDS; k++) {
+		__u32 p = start + k * 8, avail, lim;
+		__u64 x, cm;
+
+		if (p >= end)
+			break;
+		avail = end - p < 8 ? end - p : 8;
+		x = l7_wload(ws, p, 'A');
+		cm = l7_eq_mask(x, ':') & l7_low_highs(avail);
+		lim = cm ? l7_lowest_byte(cm) : avail;
+		if (lim && !l7_fast_name_word(x, lim))
+			goto slow;
+		if (cm) {
+			colon = p + lim;
+			break;
+		}
+	}
+	if (colon == L7_NONE || colon == start)
+		goto slow;
+	vo = colon + 1;
+	ve = end;
+	if (vo < ve && l7_fast_is_ows(l7_wat(ws, vo)))
+		vo++;
+	if ((vo < ve && l7_fast_is_ows(l7_wat(ws, vo))) || (ve > vo && l7_fast_is_ows(l7_wat(ws, ve - 1))))
+		goto slow;
+	n = m->n_hdrs;
+	if (n >= L7_MAX_HEADERS)
+		goto slow;
+	h = &m->hdr[L7_IDX(n, L7_MAX_HEADERS - 1)];
+	h->name_off = (__u16)start;
+	h->name_len = (__u16)(colon - start);
+	h->name_hash = l7_name_hash(ws, start, colon - start);
+	h->val_off = (__u16)vo;
+	h->val_len = (__u16)(ve - vo);
+	m->n_hdrs = (__u16)(n + 1);
+	if (l7_fast_known_field(ws, n))
+		goto slow;
+	return 0;
+slow:
+	ws->result = L7_P_SLOW;
+	return 1;
+}
+
+/* The request line, for the methods l7_method_id knows (CONNECT included),
+ * an origin-form target and HTTP/1.1 or 1.0; else L7_P_SLOW. */
+L7_INLINE int l7_fast_request_line(struct l7_ws *ws)
+{
+	struct l7_wsref r = { .ws = ws };
+	struct l7_msg *m = &ws->msg;
+	__u32 end = m->line_end[0], sp1, sp2;
+	__u64 x = l7_wload(ws, 0, 'A'), sm;
+	__u16 method;
+
+	sm = l7_eq_mask(x, ' ');
+	if (!sm)
+		return L7_P_SLOW;
+	sp1 = l7_lowest_byte(sm);
+	method = sp1 >= 3 ? l7_method_id(ws, sp1) : (__u16)L7_M_OTHER;
+	if (method == L7_M_OTHER || end < sp1 + 11)
+		return L7_P_SLOW;
+	sp2 = end - 9;
+	if (l7_wat(ws, sp2) != ' ' || l7_wat(ws, sp1 + 1) != '/')
+		return L7_P_SLOW;
+	/* the target as the strict scan takes it: it must end at sp2 */
+	l7_bscan_reset(ws, sp1 + 1, end);
+	ws->b.aux = L7_NONE;
+	L7_LOOP(L7_WS_BUF / 8 + 1, l7_target_cb, &r);
+	if (ws->b.bad || ws->b.found != sp2)
+		return L7_P_SLOW;
+	if (l7_parse_version(ws, sp2 + 1, end, 400))
+		return L7_P_SLOW;
+	m->method = method;
+	m->target_off = (__u16)(sp1 + 1);
+	m->target_len = (__u16)(sp2 - sp1 - 1);
+	if (ws->b.aux != L7_NONE) {
+		m->path_len = (__u16)(ws->b.aux - sp1 - 1);
+		m->flags |= L7_MF_HAS_QUERY;
+	} else {
+		m->path_len = m->target_len;
+	}
+	if (ws->b.acc & L7_PS_BAD)
+		m->flags |= L7_MF_PATH_NOT_NORMAL;
+	return L7_P_OK;
+}
+
+/* Stages 2 and 3 the fast way: L7_P_OK, L7_P_ERROR (a status line the
+ * strict stage would refuse too: it is the same code) or L7_P_SLOW. */
+L7_STEP int l7_step_fast(struct l7_ws *ws, int is_request)
+{
+	struct l7_wsref r = { .ws = ws };
+	int st;
+
+	if (!ws)
+		return L7_P_SLOW;
+	if (is_request) {
+		st = l7_fast_request_line(ws);
+		if (st != L7_P_OK)
+			return st;
+	} else if (l7_parse_status_line(ws)) {
+		return L7_P_ERROR;
+	}
+	ws->result = L7_P_OK;
+	L7_LOOP(L7_MAX_LINES, l7_fast_field_cb, &r);
+	return (int)ws->result;
+}
+
+/* What the stages after stage 1 set, cleared before the strict stages run
+ * after the fast ones gave up. */
+L7_INLINE void l7_msg_reset_fields(struct l7_msg *m)
+{
+	m->status = 0;
+	m->error = 0;
+	m->method = L7_M_OTHER;
+	m->version = 0;
+	m->flags = 0;
+	m->target_off = 0;
+	m->target_len = 0;
+	m->path_len = 0;
+	m->host_idx = L7_NONE;
+	m->host_len = 0;
+	m->n_hdrs = 0;
+	m->content_length = 0;
 }
 
 /* ---- entry points ------------------------------------------------------- */
@@ -891,7 +1221,7 @@ L7_INLINE void l7_msg_reset(struct l7_msg *m)
  * For responses the caller still applies the rules that depend on the
  * request (HEAD, 1xx, 204, 304): l7_response_body().
  */
-L7_INLINE int l7_parse_head(struct l7_ws *ws, int is_request)
+L7_INLINE int l7_parse_head_with(struct l7_ws *ws, int is_request, int fast)
 {
 	struct l7_msg *m = &ws->msg;
 	int st;
@@ -900,8 +1230,14 @@ L7_INLINE int l7_parse_head(struct l7_ws *ws, int is_request)
 	st = l7_step_lines(ws);
 	if (st != L7_P_OK)
 		return st;
-	if (l7_step_start_line(ws, is_request) || l7_step_fields(ws))
-		return L7_P_ERROR;
+	st = fast ? l7_step_fast(ws, is_request) : L7_P_SLOW;
+	if (st == L7_P_ERROR)
+		return st;
+	if (st != L7_P_OK) {
+		l7_msg_reset_fields(m);
+		if (l7_step_start_line(ws, is_request) || l7_step_fields(ws))
+			return L7_P_ERROR;
+	}
 
 	if (m->flags & L7_MF_HAS_TE) {
 		if (m->flags & L7_MF_HAS_CL) {
@@ -926,6 +1262,17 @@ L7_INLINE int l7_parse_head(struct l7_ws *ws, int is_request)
 		return L7_P_ERROR;
 	}
 	return L7_P_OK;
+}
+
+L7_INLINE int l7_parse_head(struct l7_ws *ws, int is_request)
+{
+	return l7_parse_head_with(ws, is_request, 1);
+}
+
+/* The strict stages alone: the reference the fuzzers hold the fast ones to. */
+L7_INLINE int l7_parse_head_strict(struct l7_ws *ws, int is_request)
+{
+	return l7_parse_head_with(ws, is_request, 0);
 }
 
 /* Body framing of a response given the request it answers (RFC 9112 6.3). */

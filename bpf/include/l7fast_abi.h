@@ -74,7 +74,8 @@
 
 /* Header blocks up to this size are parsed in the kernel; larger ones go to
  * the slow path, which accepts up to L7_USER_MAX_HDR_BLOCK (then 431). */
-#define L7_SCRATCH_SIZE 8192
+#define L7_SCRATCH_SIZE 32768
+#define L7_SCRATCH_SLOTS 4 /* scratch entries per possible CPU (bpf/lib/conn.h) */
 #define L7_USER_MAX_HDR_BLOCK 65536
 
 enum l7_method {
@@ -325,7 +326,8 @@ struct l7_config {
 				    * a restarted daemon adopts pinned maps only when equal */
 	__u32 access_log_sample;   /* daemon.access_log_sample: L7_EV_ACCESS for one kernel
 				    * response in N per CPU; 0: none */
-	__u32 pad0;
+	__u32 raw_pool;            /* benchmark ceiling only (cfg_raw): the pool every
+				    * request goes to */
 	struct l7_gen_meta meta[L7_GENS];
 };
 

@@ -102,9 +102,9 @@ static __always_inline struct l7_conn *l7_conn_of(const struct l7_sk_ref *r,
  * for the 512-byte stack. Programs can be preempted (PREEMPT_DYNAMIC) and
  * SK_SKB runs in softirq on top of SK_MSG, so an entry is claimed with a
  * compare-and-swap on `busy` rather than assumed free; with none free the
- * message takes the slow path.
+ * message takes the slow path. A plain array indexed by CPU, not a per-CPU
+ * one: a per-CPU value is limited to 32 KiB, less than the window.
  */
-#define L7_SCRATCH_SLOTS 4 /* l7_scratch_get() tries each */
 
 /* What the request programs decided; filled by l7_g_decide(). */
 struct l7_decision {
@@ -170,8 +170,10 @@ struct l7_scratch {
 	struct l7_ws ws;                  /* bytes under inspection + parse */
 };
 
+/* programs use; nobody else. L7_SCRATCH_SLOTS per possible CPU (sized by
+ * the daemon before load). */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, L7_SCRATCH_SLOTS);
 	__type(key, __u32);
 	__type(value, struct l7_scratch);
@@ -179,7 +181,8 @@ struct {
 
 static __always_inline struct l7_scratch *l7_scratch_try(__u32 i)
 {
-	struct l7_scratch *s = bpf_map_lookup_elem(&l7_scratch, &i);
+	__u32 k = bpf_get_smp_processor_id() * L7_SCRATCH_SLOTS + i;
+	struct l7_scratch *s = bpf_map_lookup_elem(&l7_scratch, &k);
 
 	if (s && __sync_val_compare_and_swap(&s->busy, 0, 1) == 0)
 		return s;

@@ -17,6 +17,7 @@
 #include "common/Log.hpp"
 #include "control/DbusService.hpp"
 #include "control/Metrics.hpp"
+#include "dataplane/TestFault.hpp"
 #include "policy/FileSafety.hpp"
 #include "policy/PolicyCompiler.hpp"
 #include "policy/PolicyLoader.hpp"
@@ -238,6 +239,8 @@ void Daemon::apply(std::unique_ptr<Prepared> p)
     placement_ = std::move(p->placement);
     if (dp_)
         dp_->set_access_log_sample(rt_->policy().daemon.access_log_sample);
+    if (dp_ && dataplane::test_faults().bench_raw && !rt_->kernel_pools.empty())
+        dp_->set_raw_pool(rt_->kernel_pools.front());
     if (metrics_change) {
         if (metrics_)
             log::info("no longer serving metrics on ", metrics_->address().str());

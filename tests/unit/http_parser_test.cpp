@@ -3,6 +3,9 @@
 // their exact statuses and reasons, and framing under arbitrary splits.
 #include <gtest/gtest.h>
 
+#include <cstddef>
+#include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 
@@ -294,4 +297,106 @@ TEST(BodyFramer, RejectsMalformedChunking)
         std::string s(b);
         EXPECT_EQ(f.feed({s.data(), s.size()}), -1) << b;
     }
+}
+
+namespace {
+
+// Which stages decide a head: stage 1, then the fast stages on their own
+// (L7_P_SLOW: they leave it to the strict ones).
+int fast_stages(const std::string& s, bool is_request)
+{
+    auto ws = std::make_unique<l7_ws>();
+    std::memcpy(ws->buf, s.data(), s.size());
+    ws->len = static_cast<__u32>(s.size());
+    l7_msg_reset(&ws->msg);
+    int st = l7_step_lines(ws.get());
+    return st == L7_P_OK ? l7_step_fast(ws.get(), is_request ? 1 : 0) : st;
+}
+
+bool same_result(const std::string& s, bool is_request)
+{
+    l7_msg a{}, b{};
+    int sa = parse_head({s.data(), s.size()}, is_request, &a);
+    int sb = parse_head({s.data(), s.size()}, is_request, &b, true);
+    return sa == sb && std::memcmp(&a, &b, offsetof(l7_msg, line_end)) == 0 &&
+           std::memcmp(a.line_end, b.line_end, a.n_lines * sizeof a.line_end[0]) == 0 &&
+           std::memcmp(a.hdr, b.hdr, a.n_hdrs * sizeof a.hdr[0]) == 0;
+}
+
+}  // namespace
+
+TEST(HttpParserFast, PlainHeadsAreDecidedWordAtATime)
+{
+    for (const std::string& s : {
+             std::string("GET /svc0009/item HTTP/1.1\r\nHost: bench.example\r\nUser-Agent: wrk\r\nAccept: */*\r\n"
+                         "X-Tenant: gold\r\nX-User: alice\r\n\r\n"),
+             std::string("POST /api?x=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nContent-Length: 12\r\n"
+                         "Connection: keep-alive\r\n\r\nhello world!"),
+             std::string("HEAD / HTTP/1.0\r\nConnection: close\r\nhost:h\r\n\r\n"),
+             std::string("DELETE /a/b/c HTTP/1.1\r\nHost: a.example:\r\nX-Empty:\r\nX-Tab:\tv\r\n\r\n"),
+         }) {
+        EXPECT_EQ(fast_stages(s, true), L7_P_OK) << s;
+        EXPECT_TRUE(same_result(s, true)) << s;
+    }
+    const std::string r = "HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nDate: Tue, 01 Dec 2026 21:00:00 GMT\r\n"
+                          "Content-Type: text/plain\r\nContent-Length: 3\r\nConnection: keep-alive\r\n\r\nok\n";
+    EXPECT_EQ(fast_stages(r, false), L7_P_OK);
+    EXPECT_TRUE(same_result(r, false));
+}
+
+TEST(HttpParserFast, EverythingElseIsLeftToTheStrictStages)
+{
+    // each is one shape the fast stages do not decide; the strict stages
+    // then decide it (accepted or refused) exactly as they would alone
+    for (const std::string& s : {
+             std::string("get / HTTP/1.1\r\nHost: h\r\n\r\n"),             // unknown method token
+             std::string("GET * HTTP/1.1\r\nHost: h\r\n\r\n"),             // not origin-form
+             std::string("GET /a b HTTP/1.1\r\nHost: h\r\n\r\n"),          // SP in the target
+             std::string("GET / HTTP/2.0\r\nHost: h\r\n\r\n"),             // another version (505)
+             std::string("GET / HTTP/1.1\r\nX_A: v\r\nHost: h\r\n\r\n"),    // a tchar outside [A-Za-z0-9-]
+             std::string("GET / HTTP/1.1\r\nX-A : v\r\nHost: h\r\n\r\n"),   // space before the colon (400)
+             std::string("GET / HTTP/1.1\r\nX-A:  v\r\nHost: h\r\n\r\n"),   // two spaces of OWS
+             std::string("GET / HTTP/1.1\r\nX-A: v \r\nHost: h\r\n\r\n"),   // trailing OWS
+             std::string("GET / HTTP/1.1\r\n X-A: v\r\nHost: h\r\n\r\n"),   // obsolete folding (400)
+             std::string("GET / HTTP/1.1\r\nHost: [::1]:80\r\n\r\n"),       // IP literal
+             std::string("GET / HTTP/1.1\r\nHost: a:b\r\n\r\n"),            // a port that is no number (400)
+             std::string("GET / HTTP/1.1\r\nHost: h\r\nHost: h\r\n\r\n"),   // Host twice (400)
+             std::string("GET / HTTP/1.1\r\nHost: h\r\nConnection: close, x\r\n\r\n"),  // a token list
+             std::string("GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"),
+             std::string("GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n"),
+             std::string("GET / HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\n\r\n"),
+             std::string("GET / HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\n\r\n"),
+             std::string("GET / HTTP/1.1\r\nX-A-Very-Long-Header-Name-Beyond-Sixty-Four-Bytes-Of-Letters-Only: v\r\n"
+                         "Host: h\r\n\r\n"),
+         }) {
+        EXPECT_EQ(fast_stages(s, true), L7_P_SLOW) << s;
+        EXPECT_TRUE(same_result(s, true)) << s;
+    }
+}
+
+TEST(HttpParserFast, AgreesWithTheStrictStagesOnGeneratedHeads)
+{
+    // the fuzzers do this at length (http_parse, http_diff); here a fixed
+    // sample of mutations of plain heads, every one compared field by field
+    std::mt19937 rng(7);
+    const std::string base = "GET /svc/item?q=1 HTTP/1.1\r\nHost: bench.example:8080\r\nUser-Agent: wrk\r\n"
+                             "Content-Length: 4\r\nConnection: close\r\nX-User: alice\r\n\r\nbody";
+    const char alphabet[] = " \t:/?#@[]\\-_.%AZaz09\r\n\x7f\x80";
+    unsigned fast = 0;
+    for (int i = 0; i < 20000; i++) {
+        std::string s = base;
+        int edits = 1 + static_cast<int>(rng() % 3);
+        for (int e = 0; e < edits; e++) {
+            size_t at = rng() % s.size();
+            char c = alphabet[rng() % (sizeof alphabet - 1)];
+            switch (rng() % 3) {
+            case 0: s[at] = c; break;
+            case 1: s.insert(at, 1, c); break;
+            default: s.erase(at, 1); break;
+            }
+        }
+        ASSERT_TRUE(same_result(s, true)) << s;
+        fast += fast_stages(s, true) == L7_P_OK;
+    }
+    EXPECT_GT(fast, 1000u) << "the sample should exercise the fast stages";
 }

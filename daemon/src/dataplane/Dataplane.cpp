@@ -174,6 +174,8 @@ bool Dataplane::load(bool adopt)
         throw DataplaneError("opening the embedded BPF object: " + errstr(errno));
     // load-time specialisation: the verifier prunes what these disable
     skel_->rodata->cfg_trace = opts_.trace ? 1 : 0;
+    // scratch entries per possible CPU (bpf/lib/conn.h)
+    bpf_map__set_max_entries(skel_->maps.l7_scratch, static_cast<uint32_t>(ncpus_) * L7_SCRATCH_SLOTS);
     if (adopt) {
         bpf_map* map;
         bpf_object__for_each_map(map, skel_->obj)
@@ -384,6 +386,12 @@ void Dataplane::set_enabled(bool on)
 void Dataplane::set_ingress_budget(uint32_t bytes)
 {
     config_.ingress_budget = bytes;
+    write_config();
+}
+
+void Dataplane::set_raw_pool(uint32_t pool)
+{
+    config_.raw_pool = pool;
     write_config();
 }
 

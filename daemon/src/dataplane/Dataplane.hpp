@@ -101,6 +101,8 @@ public:
     // daemon.access_log_sample: an L7_EV_ACCESS event for one kernel response
     // in n (per CPU); 0: none
     void set_access_log_sample(uint32_t n);
+    // L7FAST_TEST_FAULT=bench-raw: the pool every request goes to.
+    void set_raw_pool(uint32_t pool);
 
     // ---- verified-token cache (JWT, bpf/include/l7_jwtcache.h) -------------
     // Where the slow path stores a token of `provider` that it verified with

@@ -30,6 +30,8 @@ TestFaults parse(const char* env)
             f.verifier_reject = true;
         } else if (word == "memlock") {
             f.memlock = true;
+        } else if (word == "bench-raw") {
+            f.bench_raw = true;
         } else if (word.rfind("map-full=", 0) == 0) {
             char* end = nullptr;
             unsigned long n = std::strtoul(word.c_str() + 9, &end, 10);
@@ -68,6 +70,8 @@ std::string apply_test_faults(l7fast_bpf* skel)
     // part N entries too
     if (f.conns_max)
         skel->rodata->cfg_conns_local_mask = *f.conns_max - 1;
+    if (f.bench_raw)
+        skel->rodata->cfg_raw = 1;
     // a program type whose context and helpers do not fit the code: the
     // verifier of the running kernel refuses it (EACCES/EINVAL), exactly
     // the path a kernel lacking something the program needs takes

@@ -16,6 +16,12 @@
 //                    RLIMIT_MEMLOCK is too small (5.11+ charge BPF memory
 //                    to the memory cgroup and ignore RLIMIT_MEMLOCK, so a
 //                    low limit alone cannot make it fail here).
+//   bench-raw        the benchmark's ceiling (scripts/bench, l7fast-raw):
+//                    the data plane sends every request of a connection to
+//                    an idle connection of the first kernel route's first
+//                    endpoint, and responses back, with no parsing,
+//                    matching, framing or counting (bpf cfg_raw). It
+//                    enforces no policy.
 //   map-full=N       l7_conns holds N local and N remote clients instead
 //                    of L7_MAX_CONNS / 2 each (N a power of two <= 8), so
 //                    the table really fills with N clients of each kind.
@@ -32,10 +38,11 @@ namespace l7fast::dataplane {
 struct TestFaults {
     bool verifier_reject = false;
     bool memlock = false;
+    bool bench_raw = false;
     std::optional<uint32_t> conns_max;  // map-full=N
     std::string text;                   // the variable as given
 
-    bool any() const { return verifier_reject || memlock || conns_max; }
+    bool any() const { return verifier_reject || memlock || bench_raw || conns_max; }
 };
 
 // Parses L7FAST_TEST_FAULT once (unknown words are logged and ignored).

@@ -14,10 +14,7 @@ uint64_t match_hash(uint64_t seed, std::string_view bytes, bool lower)
 
 uint32_t header_name_hash(std::string_view name)
 {
-    uint32_t h = L7_NAME_HASH_INIT;
-    for (char c : name)
-        h = l7_name_hash_step(h, l7_lower(static_cast<__u8>(c)));
-    return h;
+    return static_cast<uint32_t>(l7_hash_str(0, name.data(), static_cast<__u32>(name.size()), 1));
 }
 
 namespace {

@@ -13,8 +13,9 @@ namespace l7fast::policy::kernel {
 // bytes first (ASCII), as the kernel does for Host.
 uint64_t match_hash(uint64_t seed, std::string_view bytes, bool lower);
 
-// l7_name_hash_step() from L7_NAME_HASH_INIT over the lower-cased name: the
-// identity the parser records for each header line (l7_hdr.name_hash).
+// l7_name_hash() of a name (the seed-0 string hash of the lower-cased name,
+// low 32 bits): the identity the parser records for each header line
+// (l7_hdr.name_hash).
 uint32_t header_name_hash(std::string_view name);
 
 // What the kernel computes on request bytes: `window` is the request head

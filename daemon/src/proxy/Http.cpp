@@ -8,7 +8,7 @@
 
 namespace l7fast::proxy {
 
-int parse_head(std::span<const char> bytes, bool is_request, l7_msg* out)
+int parse_head(std::span<const char> bytes, bool is_request, l7_msg* out, bool strict_only)
 {
     // One workspace per thread: parsing is synchronous, and the workspace is
     // the size of the largest head the slow path accepts.
@@ -16,7 +16,8 @@ int parse_head(std::span<const char> bytes, bool is_request, l7_msg* out)
     size_t n = std::min(bytes.size(), static_cast<size_t>(L7_WS_BUF));
     std::memcpy(ws->buf, bytes.data(), n);
     ws->len = static_cast<__u32>(n);
-    int st = l7_parse_head(ws.get(), is_request ? 1 : 0);
+    int st = strict_only ? l7_parse_head_strict(ws.get(), is_request ? 1 : 0)
+                         : l7_parse_head(ws.get(), is_request ? 1 : 0);
     *out = ws->msg;
     return st;
 }

@@ -807,23 +807,24 @@ static __always_inline void l7_resp_complete(struct l7_slot *slot, __u64 *st, __
 {
 	struct l7_route_stats *rs = l7_rstats(slot->stats_id);
 	__u64 latency = bpf_ktime_get_ns() - slot->req_start_ns;
+	__u32 bucket = l7_lat_bucket(latency) & (L7_LAT_BUCKETS - 1);
+	__u32 class = l7_status_class(slot->resp.status);
 	struct l7_pool_stats *ps;
-	__u16 code = slot->resp.status;
 	__u32 pool = slot->pool_id;
 
 	if (sy)
 		sy->k_busy = 0;
 	if (rs) {
-		rs->status[l7_status_class(code)]++;
+		rs->status[class]++;
 		rs->bytes_out += slot->resp.bytes;
-		rs->latency[l7_lat_bucket(latency) & (L7_LAT_BUCKETS - 1)]++;
+		rs->latency[bucket]++;
 	}
 	ps = bpf_map_lookup_elem(&l7_pool_stats, &pool);
 	if (ps) {
 		ps->responses++;
-		ps->status[l7_status_class(code)]++;
+		ps->status[class]++;
 		ps->bytes_out += slot->resp.bytes;
-		ps->latency[l7_lat_bucket(latency) & (L7_LAT_BUCKETS - 1)]++;
+		ps->latency[bucket]++;
 	}
 	l7_count(L7_C_RESP_KERNEL);
 	l7_access_event(slot, latency);

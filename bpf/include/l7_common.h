@@ -120,6 +120,42 @@ L7_INLINE __u64 l7_has_less(__u64 x, __u8 n)
 	return (x - L7_ONES * n) & ~x & L7_HIGHS;
 }
 
+/* Bytes of x in m < b < n (m < 128, n <= 128) get their high bit set, with
+ * no carry between bytes; bytes >= 0x80 never do. */
+L7_INLINE __u64 l7_between(__u64 x, __u8 m, __u8 n)
+{
+	__u64 t = x & (L7_ONES * 127);
+
+	return ((L7_ONES * (127 + n) - t) & ~x & (t + L7_ONES * (127 - m))) & L7_HIGHS;
+}
+
+/* Bytes of x equal to c get their high bit set (exact per byte). */
+L7_INLINE __u64 l7_eq_mask(__u64 x, __u8 c)
+{
+	__u64 y = x ^ (L7_ONES * c);
+	__u64 t = (y & (L7_ONES * 127)) + L7_ONES * 127;
+
+	return ~(t | y | (L7_ONES * 127));
+}
+
+/* The high bits of the low n bytes (n in 0..8). */
+L7_INLINE __u64 l7_low_highs(__u32 n)
+{
+	return n >= 8 ? L7_HIGHS : (n ? L7_HIGHS & (~0ULL >> (64 - 8 * n)) : 0);
+}
+
+/* Index of the lowest byte of a non-zero high-bit mask. */
+L7_INLINE __u32 l7_lowest_byte(__u64 mask)
+{
+	__u32 i = 0;
+
+	if (!(mask & 0xffffffffULL)) { i += 4; mask >>= 32; }
+	if (!(mask & 0xffffULL)) { i += 2; mask >>= 16; }
+	if (!(mask & 0xffULL))
+		i += 1;
+	return i;
+}
+
 /* ASCII lower-casing of 8 bytes at once; other bytes are unchanged. */
 L7_INLINE __u64 l7_lower64(__u64 x)
 {
@@ -280,19 +316,20 @@ static inline __u64 l7_hash_str(__u64 seed, const void *p, __u32 len, int lower)
 
 /* ---- telemetry classes, shared by the data plane and the slow path ------ */
 
-/* Bucket of l7_route_stats.latency for a latency in ns (see L7_LAT_BUCKETS). */
+/* Bucket of l7_route_stats.latency for a latency in ns (see L7_LAT_BUCKETS):
+ * floor(log2(ns >> 10)), at most the last bucket, by halving the range. */
 L7_INLINE __u32 l7_lat_bucket(__u64 ns)
 {
 	__u32 b = 0;
-	int i;
 
 	ns >>= 10;
-	for (i = 0; i < L7_LAT_BUCKETS - 1; i++) {
-		if (ns < 2)
-			break;
-		ns >>= 1;
-		b++;
-	}
+	if (ns >> (L7_LAT_BUCKETS - 1))
+		return L7_LAT_BUCKETS - 1;
+	if (ns >> 8) { b += 8; ns >>= 8; }
+	if (ns >> 4) { b += 4; ns >>= 4; }
+	if (ns >> 2) { b += 2; ns >>= 2; }
+	if (ns >> 1)
+		b += 1;
 	return b;
 }
 

@@ -86,7 +86,7 @@ struct l7_hdr {
 	__u16 name_len;
 	__u16 val_off;
 	__u16 val_len;
-	__u32 name_hash; /* l7_name_hash() of the name */
+	__u32 name_hash; /* l7_name_hash() of the name (requests only: 0 in a response) */
 	__u32 pad;
 };
 
@@ -135,6 +135,7 @@ struct l7_ws {
 	__u32 line_start;
 	__u32 pending_cr;
 	__u32 result;       /* enum l7_parse_status while scanning lines */
+	__u32 is_request;   /* the head being parsed is a request's */
 	__u8 buf[L7_WS_BUF + L7_WINDOW_SLACK];
 };
 
@@ -229,19 +230,77 @@ L7_INLINE __u32 l7_name_hash(const struct l7_ws *ws, __u32 off, __u32 len)
 
 /* One word of stage 1 at `off`; 1: the scan stops (end of the head, an
  * error, or the end of the bytes). */
-L7_INLINE long l7_lines_word(struct l7_ws *ws, __u32 off)
+/* The LF at p ended a line (its CR is at p - 1): records it, or ends the
+ * head at an empty line. 1: the scan stops. */
+L7_INLINE long l7_line_done(struct l7_ws *ws, __u32 p)
 {
 	struct l7_msg *m = &ws->msg;
-	__u64 w;
+	__u32 n = m->n_lines;
+
+	ws->pending_cr = 0;
+	if (p - 1 == ws->line_start) {
+		if (n == 0)
+			return l7_fail(ws, 400, L7_PE_EMPTY_LINE_FIRST);
+		m->hdr_len = p + 1;
+		ws->result = L7_P_OK;
+		return 1;
+	}
+	if (n >= L7_MAX_LINES)
+		return l7_fail(ws, 431, L7_PE_TOO_MANY_LINES);
+	m->line_end[L7_IDX(n, L7_LINE_MASK)] = (__u16)(p - 1);
+	m->n_lines = (__u16)(n + 1);
+	ws->line_start = p + 1;
+	return 0;
+}
+
+/* Bytes below 0x20, exact per byte. */
+L7_INLINE __u64 l7_ctl_mask(__u64 x)
+{
+	__u64 t = (x & (L7_ONES * 127)) + L7_ONES * (0x80 - 0x20);
+
+	return ~t & ~x & L7_HIGHS;
+}
+
+/* One word of stage 1 at `off`; 1: the scan stops (end of the head, an
+ * error, or the end of the bytes). A word whose only control characters
+ * are HTAB and CRLF pairs (the common case) is taken by masks, its line
+ * ends one per LF; any other word byte by byte, which gives the exact
+ * error of the first byte at fault. */
+L7_INLINE long l7_lines_word(struct l7_ws *ws, __u32 off)
+{
+	__u64 w, valid, cr, lf, ctl;
+	__u32 n;
 	int k;
 
 	if (off >= ws->len)
 		return 1;
+	n = ws->len - off < 8 ? ws->len - off : 8;
+	valid = l7_low_highs(n);
 	/* fill with 'A': a harmless byte that keeps the SWAR tests quiet */
 	w = l7_wload(ws, off, 'A');
-	if (!(l7_has_less(w, 0x20) | l7_has_byte(w, 0x7f))) {
+	ctl = (l7_ctl_mask(w) | l7_eq_mask(w, 0x7f)) & valid;
+	if (!ctl) {
 		if (ws->pending_cr)
 			return l7_fail(ws, 400, L7_PE_BARE_CR);
+		return 0;
+	}
+	cr = l7_eq_mask(w, '\r') & valid;
+	lf = l7_eq_mask(w, '\n') & valid;
+	/* every LF after a CR (the one pending from the last word in byte 0),
+	 * every CR before an LF or at the end of the bytes so far */
+	if (!(ctl & ~(cr | lf | l7_eq_mask(w, '\t'))) &&
+	    lf == (((cr << 8) | (ws->pending_cr ? 0x80ULL : 0)) & valid)) {
+		for (k = 0; k < 4; k++) {
+			__u32 at;
+
+			if (!lf)
+				break;
+			at = l7_lowest_byte(lf);
+			lf &= lf - 1;
+			if (l7_line_done(ws, off + at))
+				return 1;
+		}
+		ws->pending_cr = !!(cr & (0x80ULL << (8 * (n - 1))));
 		return 0;
 	}
 	L7_UNROLL
@@ -252,23 +311,10 @@ L7_INLINE long l7_lines_word(struct l7_ws *ws, __u32 off)
 		if (p >= ws->len)
 			break;
 		if (ws->pending_cr) {
-			__u32 n = m->n_lines;
-
 			if (b != '\n')
 				return l7_fail(ws, 400, L7_PE_BARE_CR);
-			ws->pending_cr = 0;
-			if (p - 1 == ws->line_start) {
-				if (n == 0)
-					return l7_fail(ws, 400, L7_PE_EMPTY_LINE_FIRST);
-				m->hdr_len = p + 1;
-				ws->result = L7_P_OK;
+			if (l7_line_done(ws, p))
 				return 1;
-			}
-			if (n >= L7_MAX_LINES)
-				return l7_fail(ws, 431, L7_PE_TOO_MANY_LINES);
-			m->line_end[L7_IDX(n, L7_LINE_MASK)] = (__u16)(p - 1);
-			m->n_lines = (__u16)(n + 1);
-			ws->line_start = p + 1;
 			continue;
 		}
 		if (b == '\r') {
@@ -868,7 +914,7 @@ L7_CALLBACK long l7_field_cb(__u32 idx, void *ctx)
 	h = &m->hdr[L7_IDX(n, L7_MAX_HEADERS - 1)];
 	h->name_off = (__u16)start;
 	h->name_len = (__u16)(colon - start);
-	h->name_hash = l7_name_hash(ws, start, colon - start);
+	h->name_hash = ws->is_request ? l7_name_hash(ws, start, colon - start) : 0;
 
 	l7_bscan_reset(ws, colon + 1, end);
 	L7_LOOP(L7_MAX_OWS + 1, l7_ows_fwd_cb, &r);
@@ -909,42 +955,6 @@ L7_STEP int l7_step_fields(struct l7_ws *ws)
 #define L7_P_SLOW 3 /* between the stages only: the strict stages decide */
 #define L7_FAST_NAME_WORDS 8  /* names up to 64 bytes */
 #define L7_FAST_HOST_WORDS 8  /* Host values up to 64 bytes */
-
-/* Bytes of x in m < b < n (m < 128, n <= 128) get their high bit set, with
- * no carry between bytes; bytes >= 0x80 never do. */
-L7_INLINE __u64 l7_between(__u64 x, __u8 m, __u8 n)
-{
-	__u64 t = x & (L7_ONES * 127);
-
-	return ((L7_ONES * (127 + n) - t) & ~x & (t + L7_ONES * (127 - m))) & L7_HIGHS;
-}
-
-/* Bytes of x equal to c get their high bit set (exact per byte). */
-L7_INLINE __u64 l7_eq_mask(__u64 x, __u8 c)
-{
-	__u64 y = x ^ (L7_ONES * c);
-	__u64 t = (y & (L7_ONES * 127)) + L7_ONES * 127;
-
-	return ~(t | y | (L7_ONES * 127));
-}
-
-/* The high bits of the low n bytes (n in 0..8). */
-L7_INLINE __u64 l7_low_highs(__u32 n)
-{
-	return n >= 8 ? L7_HIGHS : (n ? L7_HIGHS & (~0ULL >> (64 - 8 * n)) : 0);
-}
-
-/* Index of the lowest byte of a non-zero high-bit mask. */
-L7_INLINE __u32 l7_lowest_byte(__u64 mask)
-{
-	__u32 i = 0;
-
-	if (!(mask & 0xffffffffULL)) { i += 4; mask >>= 32; }
-	if (!(mask & 0xffffULL)) { i += 2; mask >>= 16; }
-	if (!(mask & 0xffULL))
-		i += 1;
-	return i;
-}
 
 /* The low n bytes of x are letters, digits or '-' (a subset of tchar). */
 L7_INLINE int l7_fast_name_word(__u64 x, __u32 n)
@@ -1100,7 +1110,7 @@ L7_CALLBACK long l7_fast_field_cb(__u32 idx, void *ctx)
 	h = &m->hdr[L7_IDX(n, L7_MAX_HEADERS - 1)];
 	h->name_off = (__u16)start;
 	h->name_len = (__u16)(colon - start);
-	h->name_hash = l7_name_hash(ws, start, colon - start);
+	h->name_hash = ws->is_request ? l7_name_hash(ws, start, colon - start) : 0;
 	h->val_off = (__u16)vo;
 	h->val_len = (__u16)(ve - vo);
 	m->n_hdrs = (__u16)(n + 1);
@@ -1227,6 +1237,7 @@ L7_INLINE int l7_parse_head_with(struct l7_ws *ws, int is_request, int fast)
 	int st;
 
 	l7_msg_reset(m);
+	ws->is_request = (__u32)is_request;
 	st = l7_step_lines(ws);
 	if (st != L7_P_OK)
 		return st;

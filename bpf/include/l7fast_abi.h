@@ -310,6 +310,7 @@ enum l7_gen_meta_flags {
 	L7_GMF_HOST = 1u << 0, /* some route has a host condition */
 	L7_GMF_PATH = 1u << 1, /* some route has a path condition */
 	L7_GMF_RULE_PATH = 1u << 2, /* some kernel RBAC rule has a path condition */
+	L7_GMF_PATH_EXACT = 1u << 3, /* some route has an exact path (else no lookup of one) */
 };
 
 enum l7_config_flags {

@@ -130,6 +130,7 @@ struct l7_match_state {
 	__u32 path_len;
 	__u32 dup;
 	__u32 space;     /* L7_SPACE_ROUTES or L7_SPACE_RULES (bpf/lib/rbac.h) */
+	__u32 nwords;    /* bitmap words in use (match.h) */
 	/* rules pass (bpf/lib/rbac.h): the route's rule range and what holds */
 	__u32 rule_lo;
 	__u32 rule_hi;

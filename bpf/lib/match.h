@@ -27,31 +27,52 @@ static __always_inline struct l7_bitmap *l7_bm(__u32 gen, __u32 idx)
 	return l7_bm_in(gen, L7_SPACE_ROUTES, idx);
 }
 
-static __always_inline void l7_bm_copy(struct l7_bitmap *d, const struct l7_bitmap *s)
+/*
+ * The bitmap operations look at one word when the policy has at most 64
+ * routes (or a route's rules end within the first 64: `nw` is the words
+ * that can hold a set bit, s->ms.nwords), at all of them otherwise: a
+ * policy of 10 routes pays for one word, not 16. The compiler leaves the
+ * words beyond zero in every table. Two cases, not a loop bounded by nw:
+ * the verifier tells two apart after the first test, but would follow
+ * every exit of such a loop through every later one.
+ */
+static __always_inline void l7_bm_copy(struct l7_bitmap *d, const struct l7_bitmap *s, __u32 nw)
 {
 	int i;
 
+	if (nw <= 1) {
+		d->w[0] = s->w[0];
+		return;
+	}
 	for (i = 0; i < L7_BM_WORDS; i++)
 		d->w[i] = s->w[i];
 }
 
-static __always_inline void l7_bm_and(struct l7_bitmap *d, const struct l7_bitmap *s)
+static __always_inline void l7_bm_and(struct l7_bitmap *d, const struct l7_bitmap *s, __u32 nw)
 {
 	int i;
 
+	if (nw <= 1) {
+		d->w[0] &= s->w[0];
+		return;
+	}
 	for (i = 0; i < L7_BM_WORDS; i++)
 		d->w[i] &= s->w[i];
 }
 
-static __always_inline void l7_bm_or(struct l7_bitmap *d, const struct l7_bitmap *s)
+static __always_inline void l7_bm_or(struct l7_bitmap *d, const struct l7_bitmap *s, __u32 nw)
 {
 	int i;
 
+	if (nw <= 1) {
+		d->w[0] |= s->w[0];
+		return;
+	}
 	for (i = 0; i < L7_BM_WORDS; i++)
 		d->w[i] |= s->w[i];
 }
 
-static __always_inline int l7_bm_first(const struct l7_bitmap *b)
+static __always_inline int l7_bm_first(const struct l7_bitmap *b, __u32 nw)
 {
 	int i;
 
@@ -59,6 +80,8 @@ static __always_inline int l7_bm_first(const struct l7_bitmap *b)
 		__u64 x = b->w[i];
 		int bit = 0;
 
+		if (i && nw <= 1)
+			break;
 		if (!x)
 			continue;
 		if (!(x & 0xffffffffULL)) { bit += 32; x >>= 32; }
@@ -102,7 +125,7 @@ __noinline int l7_g_or_str(struct l7_scratch *s, __u32 spec, __u32 off, __u32 le
 	v = bpf_map_lookup_elem(&l7_match, &k);
 	if (!v || v->len != len || !l7_window_eq(&w, off, len, v->str, lower))
 		return 0;
-	l7_bm_or(&s->tmp, &v->routes);
+	l7_bm_or(&s->tmp, &v->routes, s->ms.nwords);
 	return 1;
 }
 
@@ -193,18 +216,18 @@ L7_CALLBACK long l7_hdr_match_cb(__u32 j, void *ctx)
 	b = l7_bm_in(s->ms.gen, s->ms.space, L7_BMI_HDR_ANY(j));
 	if (!b)
 		return 1;
-	l7_bm_copy(&s->tmp, b);
+	l7_bm_copy(&s->tmp, b, s->ms.nwords);
 	hi = s->hdr_val[L7_IDX(j, L7_MAX_MATCH_HDRS - 1)];
 	if (hi != L7_NONE) {
 		const struct l7_hdr *h = &s->ws.msg.hdr[L7_IDX(hi, L7_MAX_HEADERS - 1)];
 
 		b = l7_bm_in(s->ms.gen, s->ms.space, L7_BMI_HDR_PRESENT(j));
 		if (b)
-			l7_bm_or(&s->tmp, b);
+			l7_bm_or(&s->tmp, b, s->ms.nwords);
 		l7_g_or_str(s, L7_SPEC_SP(L7_MK_HDR_EXACT, 0, s->ms.gen, s->ms.space, j), h->val_off,
 			    h->val_len, s->ms.seed);
 	}
-	l7_bm_and(&s->acc, &s->tmp);
+	l7_bm_and(&s->acc, &s->tmp, s->ms.nwords);
 	return 0;
 }
 
@@ -219,6 +242,7 @@ static __always_inline int l7_match_route(struct l7_scratch *s, struct l7_config
 	const struct l7_gen_meta *meta = &cfg->meta[gen & 1];
 	struct l7_match_ctx m = {};
 	struct l7_bitmap *b;
+	__u32 nw;
 	int i;
 
 	m.s = s;
@@ -229,39 +253,43 @@ static __always_inline int l7_match_route(struct l7_scratch *s, struct l7_config
 	s->ms.path_off = s->ws.msg.target_off;
 	s->ms.path_len = s->ws.msg.path_len;
 	s->ms.dup = 0;
+	nw = (meta->n_routes + 63) / 64;
+	s->ms.nwords = nw;
 
 	b = l7_bm(gen, L7_BMI_LISTENER(listener_id & (L7_MAX_LISTENERS - 1)));
 	if (!b)
 		return -1;
-	l7_bm_copy(&s->acc, b);
+	l7_bm_copy(&s->acc, b, nw);
 	b = l7_bm(gen, L7_BMI_METHOD(s->ws.msg.method < L7_M_COUNT ? s->ws.msg.method : L7_M_OTHER));
 	if (!b)
 		return -1;
-	l7_bm_and(&s->acc, b);
+	l7_bm_and(&s->acc, b, nw);
 
 	if (meta->flags & L7_GMF_HOST) {
 		b = l7_bm(gen, L7_BMI_HOST_ANY);
 		if (!b)
 			return -1;
-		l7_bm_copy(&s->tmp, b);
+		l7_bm_copy(&s->tmp, b, nw);
 		if (s->ws.msg.host_idx != L7_NONE) {
 			const struct l7_hdr *h = &s->ws.msg.hdr[L7_IDX(s->ws.msg.host_idx, L7_MAX_HEADERS - 1)];
 
 			l7_g_or_str(s, L7_SPEC(L7_MK_HOST_EXACT, 1, gen, 0), h->val_off,
 				    s->ws.msg.host_len, s->ms.seed);
 		}
-		l7_bm_and(&s->acc, &s->tmp);
+		l7_bm_and(&s->acc, &s->tmp, nw);
 	}
 
 	if (meta->flags & L7_GMF_PATH) {
 		b = l7_bm(gen, L7_BMI_PATH_ANY);
 		if (!b)
 			return -1;
-		l7_bm_copy(&s->tmp, b);
-		l7_g_or_str(s, L7_SPEC(L7_MK_PATH_EXACT, 0, gen, 0), s->ms.path_off, s->ms.path_len,
-			    s->ms.seed);
-		L7_LOOP(L7_MAX_PREFIX_LENS, l7_prefix_cb, &m);
-		l7_bm_and(&s->acc, &s->tmp);
+		l7_bm_copy(&s->tmp, b, nw);
+		if (meta->flags & L7_GMF_PATH_EXACT)
+			l7_g_or_str(s, L7_SPEC(L7_MK_PATH_EXACT, 0, gen, 0), s->ms.path_off, s->ms.path_len,
+				    s->ms.seed);
+		if (meta->n_prefix_lens)
+			L7_LOOP(L7_MAX_PREFIX_LENS, l7_prefix_cb, &m);
+		l7_bm_and(&s->acc, &s->tmp, nw);
 	}
 
 	if (meta->n_match_hdrs) {
@@ -272,7 +300,7 @@ static __always_inline int l7_match_route(struct l7_scratch *s, struct l7_config
 			return -2;
 		L7_LOOP(L7_MAX_MATCH_HDRS, l7_hdr_match_cb, &m);
 	}
-	return l7_bm_first(&s->acc);
+	return l7_bm_first(&s->acc, nw);
 }
 
 #endif /* L7_LIB_MATCH_H */

@@ -55,7 +55,7 @@ L7_CALLBACK long l7_rule_word_cb(__u32 i, void *ctx)
 	__u32 w = L7_IDX(i, L7_BM_WORDS - 1);
 	__u64 hit, deny;
 
-	if (i >= L7_BM_WORDS)
+	if (i >= L7_BM_WORDS || i >= s->ms.nwords)
 		return 1;
 	hit = s->acc.w[w] & l7_range_mask(i, s->ms.rule_lo, s->ms.rule_hi);
 	if (!hit)
@@ -99,22 +99,24 @@ __noinline int l7_g_rbac(struct l7_scratch *s, struct l7_config *cfg, __u32 gen,
 	m.meta = meta;
 	s->ms.gen = gen;
 	s->ms.space = L7_SPACE_RULES;
+	/* only the words up to the route's last rule matter (see match.h) */
+	s->ms.nwords = (s->ms.rule_hi + 63) / 64;
 
 	b = l7_bm_in(gen, L7_SPACE_RULES,
 		     L7_BMI_METHOD(s->ws.msg.method < L7_M_COUNT ? s->ws.msg.method : L7_M_OTHER));
 	if (!b)
 		return -1;
-	l7_bm_copy(&s->acc, b);
+	l7_bm_copy(&s->acc, b, s->ms.nwords);
 
 	if (meta->flags & L7_GMF_RULE_PATH) {
 		b = l7_bm_in(gen, L7_SPACE_RULES, L7_BMI_PATH_ANY);
 		if (!b)
 			return -1;
-		l7_bm_copy(&s->tmp, b);
+		l7_bm_copy(&s->tmp, b, s->ms.nwords);
 		l7_g_or_str(s, L7_SPEC_SP(L7_MK_PATH_EXACT, 0, gen, L7_SPACE_RULES, 0), s->ms.path_off,
 			    s->ms.path_len, s->ms.seed);
 		L7_LOOP(L7_MAX_PREFIX_LENS, l7_prefix_cb, &m);
-		l7_bm_and(&s->acc, &s->tmp);
+		l7_bm_and(&s->acc, &s->tmp, s->ms.nwords);
 	}
 
 	if (meta->n_match_hdrs)

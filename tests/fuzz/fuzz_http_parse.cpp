@@ -77,7 +77,7 @@ void check_head(std::string_view in, const l7_msg& m, bool is_request)
         const std::string_view value = in.substr(f.val_off, f.val_len);
         for (char c : name)
             FUZZ_CHECK(is_tchar(static_cast<uint8_t>(c)));
-        FUZZ_CHECK(f.name_hash == name_hash(name));
+        FUZZ_CHECK(f.name_hash == (is_request ? name_hash(name) : 0));
         FUZZ_CHECK(value.find_first_of("\r\n") == std::string_view::npos);
         FUZZ_CHECK(value.empty() || (value.front() != ' ' && value.front() != '\t' && value.back() != ' ' &&
                                      value.back() != '\t'));

@@ -164,7 +164,7 @@ cluster = "app"
     EXPECT_EQ(t.seed, kSeed);
     EXPECT_EQ(t.meta.seed, kSeed);
     EXPECT_EQ(t.meta.n_routes, 4u);
-    EXPECT_EQ(t.meta.flags, static_cast<uint32_t>(L7_GMF_HOST | L7_GMF_PATH));
+    EXPECT_EQ(t.meta.flags, static_cast<uint32_t>(L7_GMF_HOST | L7_GMF_PATH | L7_GMF_PATH_EXACT));
     ASSERT_EQ(t.meta.n_prefix_lens, 1u);
     EXPECT_EQ(t.meta.prefix_lens[0], 5u);
     ASSERT_EQ(t.meta.n_match_hdrs, 1u);

@@ -885,6 +885,8 @@ private:
                 m.flags |= L7_GMF_HOST;
             if (rm.path_kind != PathMatch::Any)
                 m.flags |= L7_GMF_PATH;
+            if (rm.path_kind == PathMatch::Exact)
+                m.flags |= L7_GMF_PATH_EXACT;
             for (const RouteShape& rs : shapes_[r].rules) {
                 if (!shapes_[r].rule_first)
                     break;

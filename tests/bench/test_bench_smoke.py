@@ -1,7 +1,9 @@
 """The benchmark harness keeps working: every system's configuration of every
 scenario of the full plan is valid for its system, and a smoke run (1 s per
-run, one round, direct and l7fast local→local) writes results that parse,
-cleans up after itself and leaves no kernel warnings."""
+run, one round, direct, l7fast local→local and its raw ceiling) writes
+results that parse, with every column and table the summary promises,
+cleans up after itself and leaves no kernel warnings. Figures are never
+judged: only that they are there and have their format."""
 import csv
 import json
 import os
@@ -90,8 +92,29 @@ def test_unavailable_features_are_declared_not_silently_dropped():
     assert policies.unavailable(policies.l7fast, scenarios.MAIN) is None
 
 
+def test_plans_sweep_what_the_docs_say():
+    full = scenarios.build_plan("full", systems.ALL)
+    short = scenarios.build_plan("short", systems.ALL)
+    for plan, conns, heads in ((full, (1, 8, 32, 128, 512), [512, 1024, 2048, 4096, 8192, 16384]),
+                               (short, (1, 32, 128), [2048, 16384])):
+        main = [s for s in plan.scenarios if s.group == "main"]
+        assert len(main) == 1 and main[0].conns == conns
+        assert [s.x for s in plan.scenarios if s.group == "header_bytes"] == heads
+        assert {s.conns for s in plan.scenarios if s.group != "main"} == {(32,)}
+    from l7bench.main import DEFAULT_SYSTEMS
+    for mode in ("short", "full", "smoke"):
+        assert "l7fast-raw" in DEFAULT_SYSTEMS[mode]
+
+
+def test_spawned_processes_get_enough_file_descriptors():
+    from l7bench.env import nofile_limit
+    soft, hard = nofile_limit()
+    # 512 clients + pooled upstream connections + the backend's side
+    assert soft >= 4096 and (hard == -1 or hard >= soft)
+
+
 def test_requests_have_the_sizes_the_sweeps_say():
-    for size in (1024, 2048, 8192, 16384):
+    for size in (512, 1024, 2048, 8192, 16384):
         sc = scenarios.Scenario("header_bytes", size, scenarios.MAIN, size)
         method, path, headers = scenarios.request_for(sc)
         head = len(f"{method} {path} HTTP/1.1\r\n") + sum(len(k) + len(v) + 4 for k, v in headers) + 2
@@ -148,6 +171,7 @@ def test_smoke_run_writes_results_and_cleans_up():
     if reason:
         skip(reason)
     dmesg_before = subprocess.run(["dmesg"], capture_output=True, text=True).stdout.splitlines()
+    stats_before = Path("/proc/sys/kernel/bpf_stats_enabled").read_text()
     keep = os.environ.get("L7BENCH_SMOKE_OUT")
     with tempfile.TemporaryDirectory(prefix="l7bench-smoke-") as tmp:
         out = keep or tmp
@@ -161,21 +185,62 @@ def test_smoke_run_writes_results_and_cleans_up():
                         "## Sweep: policy complexity level", "## Control plane"):
             assert section in summary, section
 
+        # a data plane the kernel refused fails everything below less clearly
+        degraded = [l for l in summary.splitlines() if "running degraded" in l]
+        assert not degraded, "l7fastd ran degraded:\n" + "\n".join(degraded[:3])
+        for section in ("## Product ÷ ceiling", "## BPF cost per request"):
+            assert section in summary, section
+        std = summary[summary.index("## Standard policy"):summary.index("## Product ÷ ceiling")]
+        head = next(l for l in std.splitlines() if l.startswith("| system |"))
+        for col in ("p99", "p99.9", "× raw", "kernel share", "hand-overs", "BPF ns/req"):
+            assert f"| {col} |" in head, col
+        raw_lines = [l for l in std.splitlines() if l.startswith("| l7fast-raw |")]
+        assert len(raw_lines) == 2 and all("n/a (raw)" in l for l in raw_lines), raw_lines
+        cost = summary[summary.index("## BPF cost per request"):]
+        assert re.search(r"^\| c1 \| l7fast-local \| [\d,]+ ns \|", cost, re.M), cost[:800]
+        assert "| l7_req_msg |" in cost
+        sweep = summary[summary.index("## Sweep: number of routes"):]
+        assert "| number of routes | system | req/s | p99 | p99.9 | kernel share | hand-overs |" in sweep
+        assert re.search(r"\| l7fast-local \| [\d,]+ \| [\d.]+ (µs|ms) \| [\d.]+ (µs|ms) \| "
+                         r"(100%|\d+\.\d\d%) \| (none|[a-z_]+ [\d,]+)", sweep), sweep[:1500]
+
         rows = list(csv.DictReader(open(out / "runs.csv")))
-        assert {r["system"] for r in rows} == {"direct", "l7fast-local"}
+        assert {r["system"] for r in rows} == {"direct", "l7fast-local", "l7fast-raw"}
         assert all(float(r["rps"]) > 0 for r in rows), rows
         assert all(float(r["cpu_us_per_req"]) > 0 for r in rows)
+        assert all(float(r["p999_us"]) >= float(r["p99_us"]) for r in rows)
         l7 = [r for r in rows if r["system"] == "l7fast-local"]
         assert all(r["kernel_share"] not in ("", None) for r in l7)
+        assert all(int(r["kernel_requests"]) >= 0 and int(r["user_requests"]) >= 0 for r in l7)
         assert any(float(r["kernel_share"]) > 0.5 for r in l7), "no request took the kernel path"
+        assert all(isinstance(json.loads(r["handovers"]), dict) for r in l7)
+        raw = [r for r in rows if r["system"] == "l7fast-raw"]
+        assert all(r["kernel_share"] == "" and r["kernel_share_note"] == "n/a (raw)" for r in raw)
+        for r in l7 + raw:
+            assert float(r["bpf_ns_per_req"]) > 0, r
+            progs = json.loads(r["bpf_progs"])
+            assert {"l7_sockops", "l7_req_msg", "l7_resp_msg"} <= set(progs), progs
+            assert progs["l7_req_msg"]["run_cnt"] > 0
+        assert all(int(r["rss_bytes"]) > 0 for r in l7 + raw)
 
         results = json.loads((out / "results.json").read_text())
         assert results["plan"]["mode"] == "smoke"
         assert results["targets"]
+        names = " ".join(t[0] for t in results["targets"])
+        for t in ("kernel share ≥ 99%", "≥ 1.3× direct req/s", "BPF cost per local request",
+                  "product ÷ l7fast-raw ≥ 0.85", "RSS < 15 MiB at every connection count"):
+            assert t in names, t
         assert not [c for c in results["cells"] if c["status"] == "failed"], results["cells"]
         agg = [a for a in results["aggregate"] if a["scenario"] == "main=standard"]
         assert {(a["system"], a["conns"]) for a in agg} == {
-            (s, c) for s in ("direct", "l7fast-local") for c in (1, 4)}
+            (s, c) for s in ("direct", "l7fast-local", "l7fast-raw") for c in (1, 4)}
+        assert [e["conns"] for e in results["product_vs_raw"]] == [1, 4]
+        assert all(e["ratio"] > 0 for e in results["product_vs_raw"])
+        assert {(e["system"], e["conns"]) for e in results["bpf_cost"]} == {
+            (s, c) for s in ("l7fast-local", "l7fast-raw") for c in (1, 4)}
+        assert results["env"]["bpf_stats"].startswith("kernel.bpf_stats_enabled = 1")
+        assert stats_before == Path("/proc/sys/kernel/bpf_stats_enabled").read_text(), \
+            "kernel.bpf_stats_enabled not restored"
         reload = list(csv.DictReader(open(out / "reload.csv")))
         assert reload and float(reload[0]["reload_ms_median"]) > 0, reload
 
@@ -205,25 +270,38 @@ def test_summary_renders_every_section(tmp_path):
     """summary.md, CSV, JSON and plots from synthetic results with every
     optional section (profiles, reload, failures, n/a cells)."""
     from l7bench import report
-    plan = scenarios.build_plan("short", ["direct", "l7fast-local", "haproxy"])
+    names = ("direct", "l7fast-local", "haproxy", "l7fast-raw")
+    plan = scenarios.build_plan("short", list(names))
     from l7bench.main import plan_dict
     pd = plan_dict(plan)
     rows = []
+    progs = {"l7_sockops": {"run_time_ns": 1000, "run_cnt": 2, "ns_per_run": 500.0,
+                            "runs_per_req": 0.001},
+             "l7_req_msg": {"run_time_ns": 900000, "run_cnt": 3000, "ns_per_run": 300.0,
+                            "runs_per_req": 1.0}}
     for sc in plan.scenarios:
         for rnd in range(sc.rounds):
             for c in sc.conns:
-                for i, system in enumerate(("direct", "l7fast-local", "haproxy")):
+                for i, system in enumerate(names):
                     if system != "direct" and sc.group in ("rbac_rules", "jwt_bytes", "complexity") \
                             and system == "l7fast-local":
                         continue
+                    l7 = system.startswith("l7fast")
                     rows.append({"scenario": sc.key, "group": sc.group, "x": sc.x, "system": system,
-                                 "conns": c, "round": rnd, "rps": 1000.0 * (3 - i), "requests": 3000,
+                                 "conns": c, "round": rnd, "rps": 1000.0 * (4 - i), "requests": 3000,
                                  "ok_requests": 3000, "failed": 1 if i == 1 else 0,
                                  "p50_us": 50.0 + i, "p90_us": 80.0, "p99_us": 100.0 + i,
                                  "p999_us": 200.0, "mean_us": 60.0, "max_us": 900,
                                  "cpu_us_per_req": 10.0 + i, "cpu_total_us_per_req": 12.0,
                                  "ctxt_per_req": 1.0, "foreign_cpu_share": 0.2,
                                  "kernel_share": 0.9 if i == 1 else None,
+                                 "kernel_share_note": "n/a (raw)" if i == 3 else None,
+                                 "kernel_requests": 2700 if l7 else None,
+                                 "user_requests": 300 if l7 else None,
+                                 "handovers": {"pool_miss": 12, "too_big": 3} if l7 else None,
+                                 "bpf_progs": progs if l7 else None,
+                                 "bpf_ns_per_req": 300.3 if l7 else None,
+                                 "rss_bytes": (9 << 20) + c if l7 else None,
                                  "counters": {"requests_kernel": 9, "requests_user": 1} if i == 1 else None,
                                  "errors": {"status": 0}})
     cells = {(s["key"], "l7fast-local"): {"status": "n/a", "reason": "n/a (not yet implemented): RBAC"}
@@ -251,14 +329,22 @@ def test_summary_renders_every_section(tmp_path):
     results["aggregate"] = report.aggregate(rows)
     results["targets"] = report.targets(results)
     assert any("1,000 routes" in t[0] for t in results["targets"])
+    assert any("product ÷ l7fast-raw" in t[0] and t[2] in ("**met**", "**not met**")
+               for t in results["targets"])
     report.write_outputs(results, tmp_path, plots=True)
     md = (tmp_path / "summary.md").read_text()
     for needle in ("## Targets", "## Where the CPU goes", "BPF programs: l7_field_cb",
                    "## Failed requests", "## Kernel warnings", "## Not measured",
-                   "n/a (not yet implemented)", "504"):
+                   "n/a (not yet implemented)", "504", "## Product ÷ ceiling",
+                   "## BPF cost per request", "| c32 | l7fast-local | 300 ns | 500 ns × ",
+                   "pool_miss 12, too_big 3", "| 90.00% |", "n/a (raw)", "p99.9"):
         assert needle in md, needle
-    json.loads((tmp_path / "results.json").read_text())
-    assert list(csv.DictReader(open(tmp_path / "summary.csv")))
+    assert (tmp_path / "concurrency.png").read_bytes()[:4] == b"\x89PNG"
+    js = json.loads((tmp_path / "results.json").read_text())
+    assert [e["conns"] for e in js["product_vs_raw"]] == [1, 32, 128]
+    assert js["bpf_cost"] and js["rss_by_conns"]
+    summary_rows = list(csv.DictReader(open(tmp_path / "summary.csv")))
+    assert summary_rows and "rps_vs_raw" in summary_rows[0] and "bpf_ns_per_req" in summary_rows[0]
 
 
 def profile_sample():

@@ -10,6 +10,7 @@ by their dead owner's pid and removed at the next start.
 """
 import os
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -25,6 +26,22 @@ from l7fast_host import BPFFS, cgroup2_root, ensure_bpffs  # noqa: E402
 PREFIX = "l7fast-bench"
 PF_KTHREAD = 0x00200000
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+BPF_STATS = Path("/proc/sys/kernel/bpf_stats_enabled")
+
+
+def nofile_limit(want=65536):
+    """The RLIMIT_NOFILE every spawned process gets: at 512 client
+    connections l7fastd holds the clients, its pooled upstream connections
+    (a pool doubles when it runs dry) and the local backend's side of them,
+    more than the 1,024 a login shell or a service often starts with. Never
+    lower than what the harness itself has, at most fs.nr_open."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        nr_open = int(Path("/proc/sys/fs/nr_open").read_text())
+    except (OSError, ValueError):
+        nr_open = want
+    n = min(max(want, soft), nr_open)
+    return n, hard if hard == resource.RLIM_INFINITY or hard >= n else n
 
 
 def free_port(host="127.0.0.1"):
@@ -215,6 +232,8 @@ class World:
         self._procs = []
         self._bpffs = []
         self._closed = False
+        self.nofile = nofile_limit()
+        self.bpf_stats_before = None  # what enable_bpf_stats() found, restored by close()
         self._old_handlers = {}
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             self._old_handlers[sig] = signal.signal(sig, self._on_signal)
@@ -233,12 +252,39 @@ class World:
         self._bpffs.append(p)
         return p
 
+    def enable_bpf_stats(self):
+        """kernel.bpf_stats_enabled = 1 for the rest of the run (per-program
+        run_time_ns and run_cnt); close() puts back what was there. Returns
+        the previous value, or None when the sysctl cannot be written."""
+        try:
+            before = BPF_STATS.read_text().strip()
+            BPF_STATS.write_text("1")
+        except OSError:
+            return None
+        if self.bpf_stats_before is None:
+            self.bpf_stats_before = before
+        return before
+
+    def restore_bpf_stats(self):
+        if self.bpf_stats_before is not None:
+            try:
+                BPF_STATS.write_text(self.bpf_stats_before)
+            except OSError:
+                pass
+            self.bpf_stats_before = None
+
     def spawn(self, argv, cgroup, cpus, log, env=None, **kw):
         """Starts argv in `cgroup`, pinned to `cpus`, in a session of its own."""
+        nofile = self.nofile
+
         def pre():
             cgroup.add(os.getpid())
             if cpus:
                 os.sched_setaffinity(0, cpus)
+            try:
+                resource.setrlimit(resource.RLIMIT_NOFILE, nofile)
+            except (ValueError, OSError):
+                pass  # not root: the process keeps the harness's limit
         logf = open(log, "ab") if isinstance(log, (str, Path)) else log
         p = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                              preexec_fn=pre, start_new_session=True, env=env, **kw)
@@ -276,6 +322,7 @@ class World:
         if self._closed:
             return
         self._closed = True
+        self.restore_bpf_stats()
         for p in reversed(list(self._procs)):
             try:
                 self.stop(p, timeout=5.0)

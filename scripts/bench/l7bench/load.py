@@ -1,5 +1,7 @@
 """One measured wrk run: the request, the load, CPU and context switches over
-the run, and the data-plane counters of l7fast systems."""
+the run, and for l7fast systems the requests each path served (the daemon's
+metrics), the data plane's hand-overs by reason (its counters) and the CPU
+time of its BPF programs (kernel.bpf_stats_enabled)."""
 import json
 import os
 import shutil
@@ -56,12 +58,45 @@ def read_wrk_result(result_file):
     }
 
 
+def snapshot_before(system):
+    """What is read of an l7fast system before a run; the metrics scrape
+    (a connection to the daemon) comes first so that its BPF work falls
+    outside the programs' window."""
+    return {"metrics": getattr(system, "metrics", lambda: None)(),
+            "counters": system.counters(),
+            "bpf": getattr(system, "bpf_programs", lambda: None)()}
+
+
+def snapshot_after(system):
+    bpf = getattr(system, "bpf_programs", lambda: None)()
+    return {"bpf": bpf, "counters": system.counters(),
+            "metrics": getattr(system, "metrics", lambda: None)()}
+
+
+def bpf_delta(before, after, ok):
+    """Per program name: runs, run time and ns per run over the run, and
+    the sum of all programs' run time per successful request."""
+    if before is None or after is None:
+        return None, None
+    progs = {}
+    for pid, (name, t, n) in after.items():
+        t0, n0 = before.get(pid, (name, 0, 0))[1:]
+        p = progs.setdefault(name, {"run_time_ns": 0, "run_cnt": 0})
+        p["run_time_ns"] += max(0, t - t0)
+        p["run_cnt"] += max(0, n - n0)
+    for p in progs.values():
+        p["ns_per_run"] = p["run_time_ns"] / p["run_cnt"] if p["run_cnt"] else None
+        p["runs_per_req"] = p["run_cnt"] / ok
+    total = sum(p["run_time_ns"] for p in progs.values())
+    return progs, (total / ok if progs else None)
+
+
 def measure(world, system, sc, conns, duration, request_file, workdir, tag):
     """Runs wrk against `system` and returns one row of raw data."""
     result_file = Path(workdir) / f"wrk-{tag}.json"
     log = Path(workdir) / f"wrk-{tag}.log"
     result_file.unlink(missing_ok=True)
-    before_ctr = system.counters()
+    snap0 = snapshot_before(system)
     before = CpuSample(world.cgroup)
     p = start_wrk(world, system, conns, duration, request_file, result_file, log)
     try:
@@ -71,6 +106,7 @@ def measure(world, system, sc, conns, duration, request_file, workdir, tag):
         raise RuntimeError(f"wrk against {system.name} did not finish")
     after = CpuSample(world.cgroup)
     world.stop(p)
+    snap1 = snapshot_after(system)
     if rc != 0 or not result_file.exists():
         raise RuntimeError(f"wrk against {system.name} failed ({rc}): {log.read_text()[-500:]}")
     row = read_wrk_result(result_file)
@@ -84,15 +120,32 @@ def measure(world, system, sc, conns, duration, request_file, workdir, tag):
     row["cpu_total_us_per_req"] = cpu["cpu_busy_s"] * 1e6 / ok
     row["ctxt_per_req"] = cpu["ctxt"] / ok
     row["foreign_cpu_share"] = cpu["cpu_foreign_s"] / max(1e-9, cpu["wall_s"] * (len(cpu["cpu_per_core_s"]) or 1))
-    after_ctr = system.counters()
-    if before_ctr is not None and after_ctr is not None:
-        delta = {k: after_ctr.get(k, 0) - before_ctr.get(k, 0) for k in after_ctr}
+    if system.kind != "l7fast":
+        return row
+    c0, c1 = snap0["counters"], snap1["counters"]
+    if c0 is not None and c1 is not None:
+        delta = {k: c1.get(k, 0) - c0.get(k, 0) for k in c1}
         row["counters"] = {k: v for k, v in delta.items() if v}
-        k, u = delta.get("requests_kernel", 0), delta.get("requests_user", 0)
-        row["kernel_share"] = k / (k + u) if k + u else None
-    elif system.kind == "l7fast":
+    else:
         row["counters"] = {}
-        row["kernel_share"] = 0.0
+    # requests_user counts hand-overs (the first message given to the slow
+    # path since the kernel last took a request), so the reasons are kept
+    # as hand-overs and the request share comes from the daemon's metrics
+    row["handovers"] = {k[len("to_slow_path_"):]: v for k, v in row["counters"].items()
+                        if k.startswith("to_slow_path_")}
+    m0, m1 = snap0["metrics"], snap1["metrics"]
+    if m0 is not None and m1 is not None:
+        k, u = m1["kernel"] - m0["kernel"], m1["user"] - m0["user"]
+        row["kernel_requests"], row["user_requests"] = k, u
+        row["kernel_share"] = k / (k + u) if k + u else None
+    else:
+        row["kernel_share"] = None
+        row["kernel_share_note"] = "metrics unavailable"
+    if system.variant == "raw":
+        # the ceiling mode counts nothing: no request share to speak of
+        row["kernel_share"] = None
+        row["kernel_share_note"] = "n/a (raw)"
+    row["bpf_progs"], row["bpf_ns_per_req"] = bpf_delta(snap0["bpf"], snap1["bpf"], ok)
     return row
 
 

@@ -20,21 +20,23 @@ from .load import diagnose, measure, request_head_bytes, start_wrk, write_reques
 
 ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_SYSTEMS = {
-    "short": ["direct", "l7fast-local", "l7fast-proxied", "l7fast-slow", "haproxy", "nginx"],
-    "full": ["direct", "l7fast-local", "l7fast-proxied", "l7fast-remote", "l7fast-slow",
-             "haproxy", "nginx"],
-    "smoke": ["direct", "l7fast-local"],
+    "short": ["direct", "l7fast-local", "l7fast-raw", "l7fast-proxied", "l7fast-slow", "haproxy",
+              "nginx"],
+    "full": ["direct", "l7fast-local", "l7fast-raw", "l7fast-proxied", "l7fast-remote",
+             "l7fast-slow", "haproxy", "nginx"],
+    "smoke": ["direct", "l7fast-local", "l7fast-raw"],
 }
-PROFILED = ["l7fast-local", "l7fast-proxied", "l7fast-remote", "l7fast-slow", "haproxy"]
+PROFILED = ["l7fast-local", "l7fast-raw", "l7fast-proxied", "l7fast-remote", "l7fast-slow",
+            "haproxy"]
 
 
 def parse_args(argv):
     ap = argparse.ArgumentParser(prog="scripts/bench/run.sh", description=__doc__.splitlines()[0])
     m = ap.add_mutually_exclusive_group()
     m.add_argument("--short", dest="mode", action="store_const", const="short",
-                   help="a quick check, about 3 minutes (the default)")
+                   help="a quick check, about 5 minutes (the default)")
     m.add_argument("--full", dest="mode", action="store_const", const="full",
-                   help="every sweep, 5 rounds, perf profiles: about 30-40 minutes")
+                   help="every sweep, 5 rounds, perf profiles: about 50-60 minutes")
     m.add_argument("--smoke", dest="mode", action="store_const", const="smoke",
                    help="tiny durations, for the test suite")
     ap.add_argument("--out", help="results directory (default build/bench/<timestamp>)")
@@ -43,7 +45,8 @@ def parse_args(argv):
                     "rbac_rules, jwt_bytes, complexity), or 'none'")
     ap.add_argument("--duration", type=int, help="seconds per measured run")
     ap.add_argument("--rounds", type=int, help="interleaved rounds per scenario")
-    ap.add_argument("--conns", help="connection counts of the standard policy, e.g. 1,32")
+    ap.add_argument("--conns", help="connection counts of the standard policy, e.g. 1,32 "
+                    "(default: 1,8,32,128,512 full, 1,32,128 short)")
     ap.add_argument("--no-reload", action="store_true", help="skip the reload measurements")
     ap.add_argument("--profile", dest="profile", action="store_true", default=None,
                     help="perf profiles (default in --full)")
@@ -128,6 +131,7 @@ def plan_dict(plan):
         "warmup": plan.warmup,
         "systems": list(plan.systems),
         "main_conns": list(next(s.conns for s in plan.scenarios if s.group == "main")),
+        "sweep_conns": list(plan.sweep_conns),
         "reload_routes": list(plan.reload_routes), "reload_count": plan.reload_count,
         "reload_conns": plan.reload_conns, "profile_seconds": plan.profile_seconds,
         "scenarios": [{"key": s.key, "group": s.group, "x": s.x, "policy": s.policy.describe(),
@@ -149,7 +153,8 @@ def estimate_s(plan):
     for s in plan.scenarios:
         n = sum(1 for sy in plan.systems if not unavailable(sy, s.policy))
         d = plan.duration if s.group == "main" else plan.sweep_duration
-        t += s.rounds * len(s.conns) * n * (d + 0.4) + plan.warmup + 2.5
+        # + the snapshots around each l7fast run (metrics, bpftool)
+        t += s.rounds * len(s.conns) * n * (d + 0.5) + plan.warmup + 2.5
     t += len(plan.reload_routes) * (plan.reload_count * 0.5 + 4)
     t += len([s for s in PROFILED if s in plan.systems]) * (plan.profile_seconds + 8) \
         if plan.profile_seconds else 0
@@ -212,6 +217,19 @@ def run(args):
     try:
         with World(outdir / "work", server, client) as world:
             results["env"]["run_tag"] = world.tag
+            results["env"]["nofile"] = world.nofile[0]
+            if any(n.startswith("l7fast") for n in plan.systems):
+                # the binary whose sha256 the environment records, for the whole run
+                frozen = systems.freeze_l7fastd(world.runtime_dir)
+                results["env"]["l7fastd_sha256"] = file_sha256(frozen)
+                # per-program run time for the BPF cost; restored by world.close()
+                was = world.enable_bpf_stats()
+                results["env"]["bpf_stats"] = (
+                    f"kernel.bpf_stats_enabled = 1 during the run (was {was})" if was is not None
+                    else "kernel.bpf_stats_enabled could not be set: no BPF cost figures")
+                if was is None:
+                    results["notes"].append("kernel.bpf_stats_enabled could not be set: "
+                                            "no BPF cost figures")
             (outdir / "environment.json").write_text(json.dumps(results["env"], indent=1))
             backend = systems.Backend(world, "outside", world.child_cgroup("outside"))
             objs = [systems.make(world, n, backend) for n in plan.systems]
@@ -244,6 +262,11 @@ def run(args):
                         d.mkdir(parents=True, exist_ok=True)
                         (d / f"{s.name}.conf").write_text(s.config_text)
                     results["cells"][(sc.key, s.name)] = {"status": "ok"}
+                    # measured all the same (the slow path serves), but said loudly
+                    why = s.degraded() if hasattr(s, "degraded") else None
+                    if why:
+                        results["notes"].append(f"{sc.key} {s.name}: l7fastd {why[:300]}")
+                        log(f"  {s.name}: l7fastd {why[:200]}")
                     active.append(s)
                 if plan.warmup:
                     # not measured: all systems at once (pools filled, caches warm)
@@ -267,14 +290,12 @@ def run(args):
                                 continue
                             row.update(scenario=sc.key, group=sc.group, x=sc.x, system=s.name,
                                        conns=c, round=rnd)
+                            # l7fastd's memory at every connection count (target < 15 MiB)
+                            rss = s.rss()
+                            if rss:
+                                row["rss_bytes"] = sum(v.get("VmRSS", 0) for v in rss.values())
                             results["rows"].append(row)
-                            ks = row.get("kernel_share")
-                            log(f"  {done}/{total} {s.name:15} c{c:<3} r{rnd}: "
-                                f"{row['rps']:9,.0f} req/s  p50 {row['p50_us']:6.0f} µs  "
-                                f"p99 {row['p99_us']:7.0f} µs  {row['cpu_us_per_req']:6.1f} µs CPU/req"
-                                + (f"  {row['failed']} failed" if row["failed"] else "")
-                                + (f"  kernel {100 * ks:.0f}%" if ks is not None else "")
-                                + ("  (noisy)" if row["foreign_cpu_share"] > report.NOISY else ""))
+                            log(f"  {done}/{total} {s.name:15} c{c:<3} r{rnd}: " + report.run_line(row))
                 # what the failures were: once per sweep, system and connection count
                 failing = sorted({(r["system"], r["conns"]) for r in results["rows"]
                                   if r["scenario"] == sc.key and r["failed"]

@@ -150,14 +150,16 @@ class Plan:
     reload_conns: int = 8
     profile_seconds: int = 0  # 0: no perf profiles
     systems: tuple = ()
+    sweep_conns: tuple = (32,)  # connection count of every sweep but the standard policy's
 
 
 def build_plan(mode, systems, duration=None, rounds=None, conns=None, sweeps=None):
     if mode == "full":
         plan = Plan(mode, duration or 5, duration or 4, 1, profile_seconds=5)
         main_rounds, sweep_rounds = rounds or 5, rounds or 3
-        main_conns = tuple(conns or (1, 32))
-        hdr = [0, 1024, 2048, 4096, 8192, 16384]
+        # the concurrency sweep of the standard policy
+        main_conns = tuple(conns or (1, 8, 32, 128, 512))
+        hdr = [512, 1024, 2048, 4096, 8192, 16384]
         routes = [1, 10, 100, 1000]
         rbac = [1, 10, 50, 100]
         jwt = [256, 512, 1024, 1536]
@@ -166,7 +168,7 @@ def build_plan(mode, systems, duration=None, rounds=None, conns=None, sweeps=Non
         plan = Plan(mode, duration or 2, duration or 2, 1, reload_routes=(1, 1000),
                     reload_count=5)
         main_rounds, sweep_rounds = rounds or 3, rounds or 1
-        main_conns = tuple(conns or (1, 32))
+        main_conns = tuple(conns or (1, 32, 128))
         hdr = [2048, 16384]
         routes = [1, 1000]
         rbac = [100]
@@ -178,9 +180,10 @@ def build_plan(mode, systems, duration=None, rounds=None, conns=None, sweeps=Non
         main_rounds, sweep_rounds = rounds or 1, rounds or 1
         main_conns = tuple(conns or (1, 4))
         hdr, routes, rbac, jwt, levels = [2048], [1, 100], [], [], [COMPLEXITY[1]]
+        plan.sweep_conns = (max(main_conns),)
     else:
         raise ValueError(f"unknown mode {mode!r}")
-    sweep_conns = (max(main_conns),)
+    sweep_conns = plan.sweep_conns
     sc = [Scenario("main", "standard", MAIN, 0, main_conns, main_rounds)]
     sc += [Scenario("header_bytes", v, MAIN, v, sweep_conns, sweep_rounds) for v in hdr]
     sc += [Scenario("routes", v, replace(MAIN, routes=v), 0, sweep_conns, sweep_rounds)

@@ -6,6 +6,7 @@ everything else (backend, proxy or l7fastd) on the server CPUs. Sockets are
 "local" to l7fast when the process creating them is in that l7fast
 instance's cgroup (where l7fastd attaches sockops).
 """
+import http.client
 import json
 import os
 import re
@@ -33,6 +34,11 @@ DESCRIPTIONS = {
                       "backend outside: SK_MSG to the pooled upstream, responses via SK_SKB)",
     "l7fast-remote": "l7fast kernel path, remote client (client outside the cgroup: SK_SKB on "
                      "the accepted socket; backend in the cgroup)",
+    "l7fast-raw": "the kernel path's ceiling: as l7fast-local, but l7fastd runs with "
+                  "L7FAST_TEST_FAULT=bench-raw (every request message to an idle pooled "
+                  "connection of the first kernel route's first endpoint and every response "
+                  "back, same sockets and redirects, no parsing, matching, framing or "
+                  "statistics; no policy enforced)",
     "l7fast-slow": "l7fast slow path forced (kernel_dataplane = false: every request in "
                    "l7fastd's user-space proxy)",
     "haproxy": "HAProxy, 1 thread, keep-alive both sides (http-reuse always)",
@@ -57,6 +63,25 @@ def tool_version(argv, pattern):
 def l7fastd_path():
     build = Path(os.environ.get("L7FAST_BUILD", ROOT / "build"))
     return build / "daemon" / "l7fastd"
+
+
+_frozen_l7fastd = None
+
+
+def freeze_l7fastd(directory):
+    """Copies the built l7fastd into `directory` (the run's runtime dir) and
+    runs that copy from now on: a rebuild while the benchmark runs (the
+    machine may be shared with someone working on the daemon) must not
+    change the binary between scenarios. The BPF object is embedded."""
+    global _frozen_l7fastd
+    dst = Path(directory) / "l7fastd"
+    shutil.copy2(l7fastd_path(), dst)
+    _frozen_l7fastd = dst
+    return dst
+
+
+def run_l7fastd():
+    return _frozen_l7fastd or l7fastd_path()
 
 
 class Backend:
@@ -209,10 +234,17 @@ class Nginx(System):
 class L7fast(System):
     """l7fastd in a cgroup of its own. Variants:
     local   client and backend in the cgroup
+    raw     as local, the data plane in its benchmark ceiling mode
+            (L7FAST_TEST_FAULT=bench-raw: forwards without looking)
     proxied client in the cgroup, backend outside (TCP upstream)
     remote  client outside, backend in the cgroup
     slow    kernel_dataplane = false (client and backend outside)
+
+    Every variant serves its statistics on a metrics_address of its own:
+    the requests the slow path served are counted there (the data plane's
+    requests_user counts hand-overs, not requests).
     """
+    PROGRAMS = ("l7_sockops", "l7_req_msg", "l7_resp_msg", "l7_req_skb", "l7_resp_skb")
     kind = "l7fast"
     template = policies.l7fast
 
@@ -220,18 +252,22 @@ class L7fast(System):
         super().__init__(world, name, outside_backend)
         self.variant = name.split("-", 1)[1]
         self.cgroup = world.child_cgroup(name)
-        if self.variant in ("local", "proxied"):
+        if self.variant in ("local", "raw", "proxied"):
             self.client_cgroup = self.cgroup
         self.backend = None
         self.notify = None
         self.bpffs = None
+        self.metrics_port = None
         self.daemon_settings = ""
         self.messages = {}    # log_messages() over the whole run
+        self.env = {}
         if self.variant == "slow":
             self.daemon_settings = "kernel_dataplane = false\n"
+        if self.variant == "raw":
+            self.env["L7FAST_TEST_FAULT"] = "bench-raw"
 
     def setup(self):
-        if self.variant in ("local", "remote"):
+        if self.variant in ("local", "raw", "remote"):
             self.backend = Backend(self.world, self.name, self.cgroup)
 
     @property
@@ -240,6 +276,7 @@ class L7fast(System):
 
     def render(self, policy, endpoints=None):
         header = (f'[daemon]\ncgroup = "{self.cgroup.path}"\nbpffs = "{self.bpffs}"\n'
+                  f'metrics_address = "127.0.0.1:{self.metrics_port}"\n'
                   f"{self.daemon_settings}\n")
         return self.template.render(policy, Ctx(self.port, endpoints or self.endpoints,
                                                 self.workdir, header))
@@ -247,6 +284,7 @@ class L7fast(System):
     def launch(self, sc, index):
         d = self._workdir(sc, index)
         self.port = free_port()
+        self.metrics_port = free_port()
         self.bpffs = self.world.bpffs_dir(f"{self.name}-{index}")
         self.config_text = self.render(sc.policy)
         self.policy_file = d / "policy.toml"
@@ -256,11 +294,11 @@ class L7fast(System):
         notify_path.unlink(missing_ok=True)
         self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.notify.bind(str(notify_path))
-        env = dict(os.environ, NOTIFY_SOCKET=str(notify_path))
+        env = dict(os.environ, NOTIFY_SOCKET=str(notify_path), **self.env)
         env.pop("JOURNAL_STREAM", None)
         self.log_path = d / "l7fastd.log"
         self.t_launch = time.monotonic()
-        self.proc = self.world.spawn([str(l7fastd_path()), "--config", str(self.policy_file),
+        self.proc = self.world.spawn([str(run_l7fastd()), "--config", str(self.policy_file),
                                       "--policy-dir", str(d / "policy.d"), "--no-dbus"],
                                      self.cgroup, self.world.server_cpus, self.log_path,
                                      env=env)
@@ -268,6 +306,19 @@ class L7fast(System):
     def wait_ready(self):
         self.wait_notify("READY=1", 60)
         self.startup_s = time.monotonic() - self.t_launch
+
+    def degraded(self):
+        """The daemon's "running degraded" line (the kernel refused the data
+        plane: every request takes the slow path), or None; l7fast-slow is
+        degraded on purpose."""
+        if self.variant == "slow":
+            return None
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except (OSError, AttributeError):
+            return None
+        m = re.search(r"^warning: running degraded.*$", text, re.M)
+        return m.group(0)[len("warning: "):] if m else None
 
     def wait_notify(self, needle, timeout=30.0):
         deadline = time.monotonic() + timeout
@@ -294,7 +345,9 @@ class L7fast(System):
         return time.monotonic() - t0, msg
 
     ROUTINE = re.compile(r"^info: (l7fastd \S+: policy|feature |data plane loaded|listening on|"
-                         r"reloaded|stopping|D-Bus)")
+                         r"reloaded|stopping|D-Bus|serving Prometheus metrics)")
+    # the raw system's own setting, logged at every start
+    RAW_NOTICE = re.compile(r"^warning: test fault injection active \(L7FAST_TEST_FAULT=bench-raw\)")
 
     def log_messages(self):
         """The daemon's log lines other than routine start/reload/stop ones,
@@ -306,6 +359,8 @@ class L7fast(System):
             return out
         for line in lines:
             if not line or self.ROUTINE.match(line):
+                continue
+            if self.variant == "raw" and self.RAW_NOTICE.match(line):
                 continue
             key = re.sub(r"\d+(\.\d+){3}(:\d+)?", "ADDR", line)
             key = re.sub(r"\b\d+\b", "N", key)[:200]
@@ -326,6 +381,80 @@ class L7fast(System):
             total = sum(v["value"] for v in f["values"])
             out[counter_name(k)] = total
         return out
+
+    METRIC = re.compile(r"^(l7fast_route_requests_total|l7fast_requests_no_route_total)"
+                        r"(?:\{([^}]*)\})?\s+(\d+)\s*$", re.M)
+
+    def metrics(self):
+        """Requests by the path that served them, from the daemon's own
+        Prometheus endpoint: {"kernel": n, "user": n} summed over routes
+        (requests that matched no route are answered by the slow path and
+        count as user), or None when the endpoint does not answer."""
+        if self.proc is None or self.metrics_port is None:
+            return None
+        # http.client, not urllib: no proxy from the environment
+        conn = http.client.HTTPConnection("127.0.0.1", self.metrics_port, timeout=5)
+        try:
+            conn.request("GET", "/metrics")
+            r = conn.getresponse()
+            text = r.read().decode(errors="replace")
+            if r.status != 200:
+                return None
+        except (OSError, http.client.HTTPException):
+            return None
+        finally:
+            conn.close()
+        out = {"kernel": 0, "user": 0}
+        for name, labels, value in self.METRIC.findall(text):
+            if name == "l7fast_requests_no_route_total":
+                out["user"] += int(value)
+                continue
+            path = re.search(r'(?:^|,)path="([^"]*)"', labels or "")
+            if path and path.group(1) in out:
+                out[path.group(1)] += int(value)
+        return out
+
+    def _prog_ids(self):
+        """Ids of the BPF programs this daemon holds open (its fds)."""
+        ids = set()
+        fd_dir = Path(f"/proc/{self.proc.pid}/fd")
+        try:
+            fds = list(fd_dir.iterdir())
+        except OSError:
+            return ids
+        for fd in fds:
+            try:
+                if os.readlink(fd) != "anon_inode:bpf-prog":
+                    continue
+                m = re.search(r"^prog_id:\s*(\d+)",
+                              Path(f"/proc/{self.proc.pid}/fdinfo/{fd.name}").read_text(), re.M)
+            except OSError:
+                continue
+            if m:
+                ids.add(int(m.group(1)))
+        return ids
+
+    def bpf_programs(self):
+        """{prog id: (name, run_time_ns, run_cnt)} of this daemon's BPF
+        programs (kernel.bpf_stats_enabled must be 1 for the figures to
+        move). bpftool names the holding processes (pids) when it was built
+        with skeletons; Debian's is not, so the daemon's programs are then
+        the ones its file descriptors refer to."""
+        if self.proc is None or self.variant == "slow":
+            return None
+        r = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True)
+        if r.returncode != 0:
+            return None
+        progs = json.loads(r.stdout or "[]")
+        if any("pids" in p for p in progs):
+            mine = [p for p in progs if any(h.get("pid") == self.proc.pid
+                                            for h in p.get("pids", []))]
+        else:
+            ids = self._prog_ids()
+            mine = [p for p in progs if p.get("id") in ids]
+        # bpftool leaves run_time_ns/run_cnt out while they are 0
+        return {p["id"]: (p.get("name", str(p["id"])), p.get("run_time_ns", 0), p.get("run_cnt", 0))
+                for p in mine}
 
     def stop(self):
         if self.proc is not None:
@@ -352,8 +481,8 @@ def make(world, name, outside_backend):
         return HAProxy(world, name, outside_backend)
     if name == "nginx":
         return Nginx(world, name, outside_backend)
-    if name.startswith("l7fast-") and name.split("-", 1)[1] in ("local", "proxied", "remote",
-                                                               "slow"):
+    if name.startswith("l7fast-") and name.split("-", 1)[1] in ("local", "raw", "proxied",
+                                                               "remote", "slow"):
         return L7fast(world, name, outside_backend)
     raise ValueError(f"unknown system {name!r}; known: {', '.join(ALL)}")
 

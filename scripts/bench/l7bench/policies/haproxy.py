@@ -1,7 +1,9 @@
 """The benchmark's policies as HAProxy 2.6 configuration.
 
 One thread (pinned by the harness), keep-alive on both sides with
-`http-reuse always`; tune.bufsize 32 KiB so that 16 KiB request heads fit
+`http-reuse always`; maxconn 4096 (global and per frontend, with server
+maxconn 1000: the concurrency sweep goes to 512 client connections, each
+holding one upstream connection); tune.bufsize 32 KiB so that 16 KiB request heads fit
 (the default 16 KiB buffer would answer 400). Routes are use_backend rules
 tried in order, RBAC rules are `http-request deny` rules, JWT is
 jwt_verify (HS256) plus checks of alg and iss, the hash is
@@ -22,6 +24,7 @@ def render(policy, ctx):
 
 defaults
     mode http
+    maxconn 4096
     timeout connect 5s
     timeout client 60s
     timeout server 60s

@@ -2,7 +2,9 @@
 
 Every feature is expressed; where each route runs (kernel or slow path)
 is l7fastd's placement decision, and the harness reports the share of
-requests the kernel took ("kernel path" column).
+requests the kernel took ("kernel share" column). No pool size is set: the
+default pool_max (1024 per endpoint) covers the concurrency sweep's 512
+connections.
 """
 import base64
 

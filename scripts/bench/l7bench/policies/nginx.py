@@ -47,7 +47,9 @@ def render(policy, ctx):
     if policy.hash_lb:
         out.append("        hash $http_x_user consistent;")
     out += [f"        server {h}:{p};" for h, p in eps]
-    out += ["        keepalive 64;", "        keepalive_requests 10000000;", "    }",
+    # idle upstream connections kept: above the concurrency sweep's 512
+    # client connections, or nginx closes and reopens the ones beyond
+    out += ["        keepalive 1024;", "        keepalive_requests 10000000;", "    }",
             "    proxy_http_version 1.1;",
             '    proxy_set_header Connection "";',
             "    proxy_set_header Host $http_host;"]

@@ -239,7 +239,9 @@ L7_CALLBACK long l7_hash_cb(__u32 i, void *ctx)
 }
 
 /* Keyed hash of w[off, off+len), len <= L7_MAX_MATCH_STR, optionally
- * lower-cased. Equal to l7_hash_str() over the same bytes. */
+ * lower-cased. Equal to l7_hash_str() over the same bytes. Strings of up
+ * to 16 bytes (most names, hosts and prefixes) take no loop: a loop
+ * iteration costs a call in BPF. */
 L7_INLINE __u64 l7_hash_window(const struct l7_window *w, __u32 off, __u32 len, __u64 seed,
 			       int lower)
 {
@@ -251,7 +253,14 @@ L7_INLINE __u64 l7_hash_window(const struct l7_window *w, __u32 off, __u32 len, 
 	c.off = off;
 	c.len = len;
 	c.lower = (__u32)lower;
-	L7_LOOP(L7_STR_WORDS, l7_hash_cb, &c);
+	if (len <= 16) {
+		if (len)
+			c.h = l7_hash_word(c.h, l7_str_word(&c, 0));
+		if (len > 8)
+			c.h = l7_hash_word(c.h, l7_str_word(&c, 1));
+	} else {
+		L7_LOOP(L7_STR_WORDS, l7_hash_cb, &c);
+	}
 	return l7_hash_final(c.h, len);
 }
 
@@ -289,7 +298,15 @@ L7_INLINE int l7_window_eq(const struct l7_window *w, __u32 off, __u32 len, cons
 	c.off = off;
 	c.len = len;
 	c.lower = (__u32)lower;
-	L7_LOOP(L7_STR_WORDS, l7_eq_cb, &c);
+	if (len <= 16) {
+		/* as l7_eq_cb, without the loop */
+		if (len)
+			l7_eq_cb(0, &c);
+		if (len > 8 && !c.diff)
+			l7_eq_cb(1, &c);
+	} else {
+		L7_LOOP(L7_STR_WORDS, l7_eq_cb, &c);
+	}
 	return !c.diff;
 }
 

@@ -202,31 +202,19 @@ L7_INLINE int l7_is_tchar(__u8 c)
 /* Unkeyed identity of a lower-cased header name: the low 32 bits of the
  * word-at-a-time string hash with seed 0 (l7_hash_window, l7_hash_str in
  * the compiler); every use verifies the bytes, so collisions only cost
- * time. Names of up to 16 bytes, nearly all of them, take no loop. */
+ * time. */
 L7_INLINE __u32 l7_name_hash(const struct l7_ws *ws, __u32 off, __u32 len)
 {
 	struct l7_window w = l7_ws_window(ws);
-	__u64 h, x;
 
-	if (len > 16)
-		return (__u32)l7_hash_window(&w, off, len > L7_MAX_MATCH_STR ? L7_MAX_MATCH_STR : len, 0, 1);
-	h = l7_hash_init(0);
-	if (len) {
-		x = l7_lower64(l7_load64(&w, off, 0));
-		h = l7_hash_word(h, len < 8 ? l7_low_bytes(x, len) : x);
-	}
-	if (len > 8) {
-		x = l7_lower64(l7_load64(&w, off + 8, 0));
-		h = l7_hash_word(h, len < 16 ? l7_low_bytes(x, len - 8) : x);
-	}
-	return (__u32)l7_hash_final(h, len);
+	return (__u32)l7_hash_window(&w, off, len > L7_MAX_MATCH_STR ? L7_MAX_MATCH_STR : len, 0, 1);
 }
 
 /* ---- stage 1: line ends; control characters, bare CR and LF ------------- */
 
 /* Words per stage-1 callback: a word without control characters costs one
- * test, so most of a head goes by four words a call. */
-#define L7_LINE_WORDS 4
+ * test, so most of a head goes by eight words a call. */
+#define L7_LINE_WORDS 8
 
 /* One word of stage 1 at `off`; 1: the scan stops (end of the head, an
  * error, or the end of the bytes). */

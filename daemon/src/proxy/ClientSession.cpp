@@ -21,6 +21,7 @@ namespace l7fast::proxy {
 namespace {
 
 constexpr size_t kReadChunk = 16384;
+constexpr size_t kFirstRead = 1024;
 constexpr auto kKernelPoll = std::chrono::microseconds(200);
 // The largest request body dropped to keep a connection open after a local
 // answer (401, 403, 429, a direct response); larger ones close it.
@@ -196,9 +197,28 @@ awaitable<int> ClientSession::read_request_head(l7_msg& m)
             deadline.arm(std::max(left, std::chrono::milliseconds(1)), {&sock_});
         }
         first = false;
-        if (in_.size() < in_len_ + kReadChunk)
-            in_.resize(std::min<size_t>(in_len_ + kReadChunk, L7_USER_MAX_HDR_BLOCK + kReadChunk));
         error_code ec;
+        if (in_len_ == 0) {
+            // No buffer while nothing is pending: a client whose requests
+            // the kernel takes never sends the daemon a byte, and a
+            // session's 16 KiB would otherwise be most of l7fastd's memory
+            // under load.
+            std::vector<char>().swap(in_);
+            co_await sock_.async_wait(tcp::socket::wait_read, asio::redirect_error(use_awaitable, ec));
+            if (deadline.fired()) {
+                m.status = 0;
+                co_return -1;
+            }
+            if (ec) {
+                log::debug(dataplane::to_string(key_), ": client wait: ", ec.message());
+                co_return -2;
+            }
+        }
+        // a small first read (most heads fit; a close reads nothing), then
+        // whole chunks
+        const size_t room = in_.empty() ? kFirstRead : kReadChunk;
+        if (in_.size() < in_len_ + room)
+            in_.resize(std::min<size_t>(in_len_ + room, L7_USER_MAX_HDR_BLOCK + kReadChunk));
         size_t n = co_await sock_.async_read_some(
             asio::buffer(in_.data() + in_len_, in_.size() - in_len_),
             asio::redirect_error(use_awaitable, ec));

@@ -168,8 +168,11 @@ TEST_F(UpstreamPoolTest, AcceptedClientsAndMissesGrowTheKernelPool)
         for (int i = 0; i < 300 && pool.figures(pool_id).idle < want; i++)
             io.run_one_for(std::chrono::milliseconds(10));
     };
-    // pre-warming: 10 clients on listener 7 get 10 connections + pool_min_idle
+    // pre-warming: 10 clients on listener 7 get 10 connections + pool_min_idle,
+    // opened kMaxConnecting at a time (nothing has run yet: all connecting)
     pool.on_client_accepted(7, 10);
+    EXPECT_EQ(pool.figures(pool_id).slots, UpstreamPool::kMaxConnecting);
+    EXPECT_EQ(pool.figures(pool_id).idle, 0u);
     settle(11);
     EXPECT_EQ(pool.figures(pool_id).slots, 11u);
     EXPECT_EQ(pool.figures(pool_id).chunks, 1u);

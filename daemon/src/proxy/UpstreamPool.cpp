@@ -354,8 +354,8 @@ void UpstreamPool::grow(uint32_t pool_id)
     const Pool& p = it->second;
     Counts c = count(pool_id);
     uint32_t want = std::min(max_per_pool_, std::max({p.want, p.grown, c.busy + std::max(min_idle_, c.busy / 4)}));
-    if (c.open() < want)
-        open_slots(pool_id, want - c.open());
+    if (c.open() < want && c.connecting < kMaxConnecting)
+        open_slots(pool_id, std::min(want - c.open(), kMaxConnecting - c.connecting));
 }
 
 void UpstreamPool::warm_all()
@@ -495,6 +495,7 @@ awaitable<void> UpstreamPool::connect_slot(uint32_t pool_id, uint32_t id, uint16
     atomic(st).store(L7_SLOT_IDLE);
     mark_idle(id);
     watch(conn);
+    grow(pool_id);  // the next one, if the pool still wants more (kMaxConnecting)
 }
 
 awaitable<UpstreamPtr> UpstreamPool::acquire(uint32_t pool_id, error_code& ec)

@@ -19,6 +19,11 @@
 // connection at a time), a kernel claim that finds nothing idle raises the
 // pool's miss flag and an event, and the pool doubles then; the periodic
 // sweep keeps a quarter of the busy count idle on top of pool_min_idle.
+// At most kMaxConnecting connections of one pool are being opened at a time,
+// the next one started as each completes: a backend's accept queue can be
+// short (Python's socketserver listens with a backlog of 5), and a burst of
+// SYNs beyond it is dropped and retried only after a second, past the
+// connect timeout of the slow path's own connection made in the meantime.
 #pragma once
 
 #include <array>
@@ -129,6 +134,7 @@ public:
     void on_pool_miss(uint32_t pool_id);
 
     static constexpr uint32_t kMaxPrivate = 1024;
+    static constexpr uint32_t kMaxConnecting = 4;  // kernel connections being opened, per pool
     static constexpr std::chrono::seconds kPrivateIdle{5};
 
     // A connection for the slow path (its own, never a kernel slot), or an

@@ -30,9 +30,15 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
 
+class Server(ThreadingHTTPServer):
+    # socketserver's default backlog of 5 drops SYNs when a proxy opens its
+    # pooled connections while clients arrive (as tests/e2e/backend.py)
+    request_queue_size = 128
+
+
 def main():
     name, port = sys.argv[1], int(sys.argv[2])
-    srv = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    srv = Server(("127.0.0.1", port), Handler)
     srv.daemon_threads = True
     srv.name = name
     srv.serve_forever()

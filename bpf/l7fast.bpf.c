@@ -215,8 +215,10 @@ static __always_inline void l7_mark_slot_end(struct bpf_sock_ops *skops, __u32 i
  * An idle slot is retired at once, so no request is sent into a connection
  * the backend has given up; the daemon, woken by the event, closes it. A
  * slot in use keeps L7_SF_PEER_CLOSED: l7_claim_slot does not take it again,
- * and a kernel exchange in flight is the daemon's to judge (it sees the
- * close and answers 502).
+ * and a kernel exchange in flight is the daemon's to judge (L7_EV_SLOT_ENDED:
+ * it looks at the socket and answers 502). The daemon does not watch these
+ * sockets itself (see proxy/UpstreamPool.hpp): these events are how it
+ * learns.
  */
 static __always_inline void l7_upstream_left_established(struct bpf_sock_ops *skops)
 {
@@ -242,6 +244,8 @@ static __always_inline void l7_upstream_left_established(struct bpf_sock_ops *sk
 	if (__sync_val_compare_and_swap(st, L7_SLOT_IDLE, L7_SLOT_DEAD) == L7_SLOT_IDLE) {
 		l7_event(L7_EV_SLOT_DEAD, id, L7_NO_CONN, 0);
 		l7_count(L7_C_UPSTREAM_CLOSED);
+	} else if (*st == L7_SLOT_KBUSY || *st == L7_SLOT_RELAY) {
+		l7_event(L7_EV_SLOT_ENDED, id, L7_NO_CONN, 0);
 	}
 }
 
@@ -1083,8 +1087,15 @@ int l7_resp_skb(struct __sk_buff *skb)
 	int v;
 
 	slot = l7_slot_of(l7_skb_ref(skb), &id, &st);
-	if (!slot || !st)
+	if (!slot || !st) {
+		/* Bytes on an idle pooled connection answer no request: it is
+		 * retired before a request is sent into it (the daemon, which
+		 * does not watch the socket, learns from the event). */
+		if (id != L7_NO_SLOT && size && st &&
+		    __sync_val_compare_and_swap(st, L7_SLOT_IDLE, L7_SLOT_DEAD) == L7_SLOT_IDLE)
+			l7_event(L7_EV_SLOT_DEAD, id, L7_NO_CONN, 0);
 		return SK_PASS;
+	}
 	/* as in l7_resp_msg; here also because SK_SKB redirects are delivered
 	 * later, by the target's backlog worker */
 	c = l7_slot_client(slot, &sy);

@@ -25,7 +25,7 @@
 
 /* Bump whenever a map's layout or meaning changes: a daemon never adopts
  * pinned maps of another ABI version (it starts clean instead). */
-#define L7_ABI_VERSION 11
+#define L7_ABI_VERSION 12
 
 /* Sizes of the tables. Route sets are bitmaps of L7_MAX_ROUTES bits. */
 #define L7_GENS 2
@@ -602,6 +602,8 @@ enum l7_event_type {
 				 * in ns. The request's method, target and size are
 				 * not kept in the slot, so not reported. */
 	L7_EV_POOL_MISS = 6,    /* a kernel request found no idle connection: slot = pool id */
+	L7_EV_SLOT_ENDED = 7,   /* an end of a pooled connection in use (KBUSY, RELAY) left
+				 * ESTABLISHED (slot); idle ones are retired (L7_EV_SLOT_DEAD) */
 };
 
 /* trace points (L7_EV_TRACE: slot = code, arg[0..1] as listed) */

@@ -1,6 +1,7 @@
 """Upstream behaviour: a backend outside the data plane's cgroup (responses
 arrive through SK_SKB), a dead backend, a slow backend, and what the slow
 path answers itself (404, 400, 431, 501, 505)."""
+import os
 import socket
 import time
 
@@ -42,6 +43,40 @@ cluster = "near"
 match = {{ path_prefix = "/near" }}
 """, daemon_settings="request_timeout_ms = 1500\nconnect_timeout_ms = 500\npool_max = 2")
     return port
+
+
+def daemon_wakeups(env):
+    """Voluntary context switches of l7fastd's threads: its wake-ups."""
+    total = 0
+    for task in os.listdir(f"/proc/{env.daemon.proc.pid}/task"):
+        with open(f"/proc/{env.daemon.proc.pid}/task/{task}/status") as f:
+            total += next(int(l.split()[1]) for l in f if l.startswith("voluntary_ctxt_switches"))
+    return total
+
+
+def test_kernel_responses_from_a_tcp_backend_do_not_wake_the_daemon(env, web):
+    """Responses arriving over TCP pass an SK_SKB verdict program on the
+    daemon's pooled socket, and since Linux 6.4 every such segment wakes the
+    socket's readers even when the program redirected it: the daemon must not
+    have those sockets in its epoll set (proxy/UpstreamPool.hpp). It once
+    woke for every response. What may wake it meanwhile is its own 500 ms
+    tick, so the bound grows with the run's duration, far below one per
+    response however slow the machine is."""
+    n = 1000
+    with env.local():
+        c = Conn(web)
+    c.request("GET", "/far/warm")
+    assert c.read_response().status == 200
+    kernel = lambda: env.stats()["routes"]["far"]["requests_kernel"]  # noqa: E731
+    k0, w0, t0 = kernel(), daemon_wakeups(env), time.monotonic()
+    for i in range(n):
+        c.request("GET", f"/far/{i}")
+        assert c.read_response().status == 200
+    took = time.monotonic() - t0
+    woke = daemon_wakeups(env) - w0
+    c.close()
+    assert kernel() - k0 == n, "requests left the kernel path"
+    assert woke <= 20 + 4 * took, f"l7fastd woke {woke} times for {n} kernel responses in {took:.1f} s"
 
 
 @pytest.mark.parametrize("local", [True, False], ids=["local", "remote"])

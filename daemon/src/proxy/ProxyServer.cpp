@@ -412,6 +412,7 @@ void ProxyServer::on_event(const l7_event& ev)
         break;
     case L7_EV_RELAY:
     case L7_EV_SLOT_DEAD:
+    case L7_EV_SLOT_ENDED:
         pool_.on_slot_event(ev.slot);
         break;
     case L7_EV_POOL_MISS:

@@ -1,6 +1,7 @@
 #include "proxy/UpstreamPool.hpp"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/tcp.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -78,9 +79,33 @@ uint64_t idle_bit(uint32_t id) { return 1ull << (id % L7_SLOT_CHUNK); }
 
 }  // namespace
 
-UpstreamConn::UpstreamConn(UpstreamPool& pool, uint32_t pool_id, uint32_t slot, tcp::socket sock)
-    : pool_(pool), pool_id_(pool_id), slot_(slot), sock_(std::move(sock))
+UpstreamConn::UpstreamConn(UpstreamPool& pool, uint32_t pool_id, tcp::socket sock)
+    : pool_(pool), pool_id_(pool_id), slot_(L7_NO_SLOT), sock_(std::move(sock))
 {
+}
+
+UpstreamConn::UpstreamConn(UpstreamPool& pool, uint32_t pool_id, uint32_t slot, Fd fd, tcp protocol,
+                           asio::io_context& io)
+    : pool_(pool), pool_id_(pool_id), slot_(slot), sock_(io), raw_(std::move(fd)), protocol_(protocol)
+{
+}
+
+// The relay's asio socket, on a duplicate of the slot's descriptor (closing
+// it takes the duplicate out of the epoll set again).
+bool UpstreamConn::open_relay_socket()
+{
+    if (sock_.is_open())
+        return true;
+    int fd = ::fcntl(raw_.get(), F_DUPFD_CLOEXEC, 0);
+    if (fd < 0)
+        return false;
+    error_code ec;
+    sock_.assign(protocol_, fd, ec);
+    if (ec) {
+        ::close(fd);
+        return false;
+    }
+    return true;
 }
 
 UpstreamPool::UpstreamPool(asio::io_context& io, dataplane::Dataplane* dp,
@@ -101,8 +126,10 @@ UpstreamPool::~UpstreamPool()
     for (auto& chunk : chunk_conns_)
         if (chunk)
             for (auto& c : *chunk)
-                if (c)
+                if (c) {
                     c->sock_.close(ec);
+                    c->raw_.reset();
+                }
     for (auto& [id, p] : pools_)
         for (auto& c : p.private_idle)
             c->sock_.close(ec);
@@ -489,12 +516,18 @@ awaitable<void> UpstreamPool::connect_slot(uint32_t pool_id, uint32_t id, uint16
         fail(errc::make_error_code(errc::no_buffer_space));
         co_return;
     }
-    auto conn = std::make_shared<UpstreamConn>(*this, pool_id, id, std::move(sock));
+    // out of the epoll set from here on (see UpstreamConn)
+    Fd fd(sock.release(ec));
+    if (!fd.valid()) {
+        FdStore::get().remove(store_name(id));
+        fail(ec);
+        co_return;
+    }
+    auto conn = std::make_shared<UpstreamConn>(*this, pool_id, id, std::move(fd), ep.protocol(), io_);
     conn->key_ = key;
     conn_at(id) = conn;
     atomic(st).store(L7_SLOT_IDLE);
     mark_idle(id);
-    watch(conn);
     grow(pool_id);  // the next one, if the pool still wants more (kMaxConnecting)
 }
 
@@ -542,7 +575,7 @@ awaitable<UpstreamPtr> UpstreamPool::connect_private(uint32_t pool_id, error_cod
         sock.close(ig);
         co_return nullptr;
     }
-    co_return std::make_shared<UpstreamConn>(*this, pool_id, L7_NO_SLOT, std::move(sock));
+    co_return std::make_shared<UpstreamConn>(*this, pool_id, std::move(sock));
 }
 
 void UpstreamPool::release(const UpstreamPtr& c, bool reusable)
@@ -599,33 +632,39 @@ void UpstreamPool::finish_relay(const UpstreamPtr& c, bool reusable)
     uint64_t* st = state_word(c->slot_);
     auto s = slot(c->slot_);
     bool closed = !s || (s->flags & L7_SF_PEER_CLOSED);
-    if (reusable && !closed && c->sock_.is_open() && cas(st, L7_SLOT_RELAY, L7_SLOT_IDLE)) {
+    bool open = c->sock_.is_open();
+    error_code ig;
+    c->sock_.close(ig);  // the relay's duplicate: out of the epoll set
+    if (reusable && !closed && open && cas(st, L7_SLOT_RELAY, L7_SLOT_IDLE)) {
         mark_idle(c->slot_);
-        watch(c);
+        // the backend may have closed it during the relay, before the state
+        // was IDLE again: sockops then only flagged it
+        on_slot_state(c);
         return;
     }
     atomic(st).store(L7_SLOT_DEAD);
     retire_and_refill(c);
 }
 
-void UpstreamPool::watch(const UpstreamPtr& c)
+namespace {
+
+// A kernel slot's socket, without reading: true while it is open and holds
+// nothing (EAGAIN); false when the peer closed or reset it, or bytes wait
+// on it that no exchange asked for.
+bool quiet_and_open(int fd)
 {
-    if (c->watching_)
-        return;
-    c->watching_ = true;
-    c->sock_.async_wait(tcp::socket::wait_read, [this, c](error_code ec) {
-        c->watching_ = false;
-        const UpstreamPtr* now = conn_ptr(c->slot_);
-        if (!now || *now != c)
-            return;  // retired meanwhile
-        if (ec && ec != asio::error::operation_aborted)
-            return;
-        on_readable(c);
-    });
+    char b;
+    ssize_t n = ::recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 
-void UpstreamPool::on_readable(const UpstreamPtr& c)
+}  // namespace
+
+void UpstreamPool::on_slot_state(const UpstreamPtr& c)
 {
+    const UpstreamPtr* now = conn_ptr(c->slot_);
+    if (!now || *now != c)
+        return;  // retired meanwhile
     uint64_t* st = state_word(c->slot_);
     for (int attempt = 0; attempt < 4; attempt++) {
         uint64_t state = atomic(st).load();
@@ -637,8 +676,10 @@ void UpstreamPool::on_readable(const UpstreamPtr& c)
             retire_and_refill(c);
             return;
         case L7_SLOT_RELAY: {
+            if (c->sock_.is_open())
+                return;  // being relayed already
             auto s = slot(c->slot_);
-            if (!s) {
+            if (!s || !c->open_relay_socket()) {
                 atomic(st).store(L7_SLOT_DEAD);
                 retire_and_refill(c);
                 return;
@@ -647,12 +688,8 @@ void UpstreamPool::on_readable(const UpstreamPtr& c)
             return;
         }
         case L7_SLOT_IDLE: {
-            char b;
-            ssize_t n = ::recv(c->sock_.native_handle(), &b, 1, MSG_PEEK | MSG_DONTWAIT);
-            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-                watch(c);
+            if (quiet_and_open(c->fd()))
                 return;
-            }
             // closed by the backend (keep-alive timeout), or bytes nobody
             // asked for: either way the connection is done
             if (cas(st, L7_SLOT_IDLE, L7_SLOT_DEAD)) {
@@ -662,14 +699,10 @@ void UpstreamPool::on_readable(const UpstreamPtr& c)
             continue;  // the data plane claimed it meanwhile
         }
         case L7_SLOT_KBUSY: {
-            char b;
-            ssize_t n = ::recv(c->sock_.native_handle(), &b, 1, MSG_PEEK | MSG_DONTWAIT);
-            if (n != 0) {
-                // data reaches this socket only once the data plane hands the
-                // response over (RELAY), which it is about to publish
-                watch(c);
+            // bytes reach this socket only once the data plane hands the
+            // response over (RELAY), which it is about to publish
+            if (quiet_and_open(c->fd()) || pending_bytes(c->fd()) > 0)
                 return;
-            }
             if (!cas(st, L7_SLOT_KBUSY, L7_SLOT_DEAD))
                 continue;
             log::debug("pool: upstream ", dataplane::to_string(c->key_), " closed during a kernel exchange");
@@ -683,7 +716,6 @@ void UpstreamPool::on_readable(const UpstreamPtr& c)
         }
         }
     }
-    watch(c);
 }
 
 // A pooled connection that ended (the backend closed it, or the data plane
@@ -701,11 +733,7 @@ void UpstreamPool::on_slot_event(uint32_t id)
     const UpstreamPtr* c = conn_ptr(id);
     if (!c || !*c)
         return;
-    // wake the watcher; its handler looks at the slot's new state
-    if ((*c)->watching_) {
-        error_code ig;
-        (*c)->sock_.cancel(ig);
-    }
+    on_slot_state(UpstreamPtr(*c));
 }
 
 void UpstreamPool::sweep(std::chrono::milliseconds timeout)
@@ -744,7 +772,7 @@ void UpstreamPool::sweep(std::chrono::milliseconds timeout)
                 log::notice("upstream ", pool.address.str(), " did not answer a kernel-path request within ",
                             timeout.count(), " ms (", dataplane::to_string(c->key_), ", request ", s->uses,
                             " on it, ", s->resp.bytes, " response bytes forwarded, ",
-                            pending_bytes(c->sock_.native_handle()), " bytes waiting on the daemon's end, backend ",
+                            pending_bytes(c->fd()), " bytes waiting on the daemon's end, backend ",
                             (s->flags & L7_SF_BACKEND_LOCAL) ? "local" : "remote", ")");
                 on_exchange_end_({KernelExchangeEnd::Kind::Failed, *s, nullptr, 504});
                 retire(c);
@@ -815,17 +843,13 @@ bool UpstreamPool::adopt(int fd)
         pools_[s->pool_id] = std::move(p);
         ids_[addr] = s->pool_id;
     }
-    tcp::socket sock(io_);
-    error_code ec;
-    sock.assign(addr.family == AF_INET6 ? tcp::v6() : tcp::v4(), fd, ec);
-    if (ec) {
-        ::close(fd);
-        return false;
-    }
-    auto conn = std::make_shared<UpstreamConn>(*this, s->pool_id, *id, std::move(sock));
+    auto conn = std::make_shared<UpstreamConn>(*this, s->pool_id, *id, Fd(fd),
+                                                addr.family == AF_INET6 ? tcp::v6() : tcp::v4(), io_);
     conn->key_ = key;
     conn_at(*id) = conn;
-    watch(conn);
+    // What happened to it while no daemon ran reached the previous one's
+    // events or none: look once everything is adopted (sessions included).
+    asio::post(io_, [this, conn] { on_slot_state(conn); });
     return true;
 }
 
@@ -868,11 +892,12 @@ void UpstreamPool::retire(const UpstreamPtr& c)
     FdStore::get().remove(store_name(id));
     log::debug("pool: closing upstream connection ", dataplane::to_string(c->key_), " (slot ", id, ")");
     if (dp_) {
-        dp_->remove_slot_sockets(id, c->sock_.native_handle());
+        dp_->remove_slot_sockets(id, c->fd());
         dp_->slot_unregister_tuple(c->key_);
     }
     error_code ig;
     c->sock_.close(ig);
+    c->raw_.reset();
     UpstreamPtr& at = conn_at(id);
     if (at == c)
         at.reset();

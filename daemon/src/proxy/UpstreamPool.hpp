@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "common/Asio.hpp"
+#include "common/Fd.hpp"
 #include "dataplane/Abi.hpp"
 #include "policy/Policy.hpp"
 
@@ -49,22 +50,42 @@ namespace l7fast::proxy {
 class UpstreamPool;
 
 // One pooled connection (the daemon's end).
+//
+// A kernel slot's descriptor is not in the daemon's epoll set while the
+// kernel uses the connection: since Linux 6.4 (and in stable kernels that
+// took that change) every segment that reaches a socket with an SK_SKB verdict program wakes the
+// socket's readers after the program ran, even when the program redirected
+// the bytes away (sk_psock_verdict_data_ready), so watching it would wake
+// the daemon once per kernel response. What the daemon needs to know about
+// a kernel slot reaches it as data-plane events instead (a handed-over
+// response, a connection that ended or sent bytes nobody asked for); an
+// asio socket on a duplicate of the descriptor exists only while the
+// daemon relays a response.
 class UpstreamConn : public std::enable_shared_from_this<UpstreamConn> {
 public:
-    UpstreamConn(UpstreamPool& pool, uint32_t pool_id, uint32_t slot, tcp::socket sock);
+    // a slow-path connection
+    UpstreamConn(UpstreamPool& pool, uint32_t pool_id, tcp::socket sock);
+    // a kernel slot
+    UpstreamConn(UpstreamPool& pool, uint32_t pool_id, uint32_t slot, Fd fd, tcp protocol,
+                 asio::io_context& io);
+    // A slow-path connection's socket, or a kernel slot's during a relay.
     tcp::socket& socket() { return sock_; }
+    int fd() { return raw_.valid() ? raw_.get() : sock_.native_handle(); }
     // L7_NO_SLOT for a slow-path connection
     uint32_t slot_id() const { return slot_; }
     const l7_conn_key& key() const { return key_; }
 
 private:
     friend class UpstreamPool;
+    bool open_relay_socket();
+
     UpstreamPool& pool_;
     uint32_t pool_id_;
     uint32_t slot_;
     tcp::socket sock_;
+    Fd raw_;                  // a kernel slot's descriptor
+    tcp protocol_ = tcp::v4();
     l7_conn_key key_{};
-    bool watching_ = false;
     std::chrono::steady_clock::time_point idle_since{};  // a slow-path one, while idle
 };
 
@@ -147,7 +168,8 @@ public:
     // Takes over a relayed connection after the relay (reusable or not).
     void finish_relay(const UpstreamPtr& c, bool reusable);
 
-    // Data-plane events: a slot was handed over or died.
+    // Data-plane events: a slot was handed over, died, or one of its ends
+    // left ESTABLISHED while it was in use.
     void on_slot_event(uint32_t slot);
     // Times out kernel exchanges older than `timeout` (as seen on two
     // consecutive sweeps), then grows what needs room.
@@ -199,8 +221,9 @@ private:
     void close_private(const UpstreamPtr& c);
 
     awaitable<void> connect_slot(uint32_t pool_id, uint32_t slot, uint16_t chunk_pos);
-    void watch(const UpstreamPtr& c);
-    void on_readable(const UpstreamPtr& c);
+    // What a kernel slot's state (and, where it tells, its socket) asks of
+    // the daemon now.
+    void on_slot_state(const UpstreamPtr& c);
     void retire(const UpstreamPtr& c);
     void retire_and_refill(const UpstreamPtr& c);
 

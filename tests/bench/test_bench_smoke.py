@@ -192,13 +192,17 @@ def test_smoke_run_writes_results_and_cleans_up():
             assert section in summary, section
         std = summary[summary.index("## Standard policy"):summary.index("## Product ÷ ceiling")]
         head = next(l for l in std.splitlines() if l.startswith("| system |"))
-        for col in ("p99", "p99.9", "× raw", "kernel share", "hand-overs", "BPF ns/req"):
+        for col in ("p99", "p99.9", "× raw", "kernel share", "hand-overs", "BPF ns/req",
+                    "l7fastd wake-ups/1k req"):
             assert f"| {col} |" in head, col
         raw_lines = [l for l in std.splitlines() if l.startswith("| l7fast-raw |")]
         assert len(raw_lines) == 2 and all("n/a (raw)" in l for l in raw_lines), raw_lines
         cost = summary[summary.index("## BPF cost per request"):]
         assert re.search(r"^\| c1 \| l7fast-local \| [\d,]+ ns \|", cost, re.M), cost[:800]
         assert "| l7_req_msg |" in cost
+        # the parser's own cost per head (l7fast-parse-cost), when built
+        if (systems.l7fastd_path().parent.parent / "tests" / "l7fast-parse-cost").exists():
+            assert re.search(r"^request \(bench, 5 fields\) +\d+ +\d+ +\d+$", cost, re.M), cost[:1500]
         sweep = summary[summary.index("## Sweep: number of routes"):]
         assert "| number of routes | system | req/s | p99 | p99.9 | kernel share | hand-overs |" in sweep
         assert re.search(r"\| l7fast-local \| [\d,]+ \| [\d.]+ (µs|ms) \| [\d.]+ (µs|ms) \| "
@@ -222,6 +226,7 @@ def test_smoke_run_writes_results_and_cleans_up():
             assert {"l7_sockops", "l7_req_msg", "l7_resp_msg"} <= set(progs), progs
             assert progs["l7_req_msg"]["run_cnt"] > 0
         assert all(int(r["rss_bytes"]) > 0 for r in l7 + raw)
+        assert all(float(r["daemon_wakeups_per_kreq"]) >= 0 for r in l7 + raw)
 
         results = json.loads((out / "results.json").read_text())
         assert results["plan"]["mode"] == "smoke"

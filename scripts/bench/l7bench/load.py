@@ -64,12 +64,14 @@ def snapshot_before(system):
     outside the programs' window."""
     return {"metrics": getattr(system, "metrics", lambda: None)(),
             "counters": system.counters(),
+            "wakeups": getattr(system, "wakeups", lambda: None)(),
             "bpf": getattr(system, "bpf_programs", lambda: None)()}
 
 
 def snapshot_after(system):
     bpf = getattr(system, "bpf_programs", lambda: None)()
     return {"bpf": bpf, "counters": system.counters(),
+            "wakeups": getattr(system, "wakeups", lambda: None)(),
             "metrics": getattr(system, "metrics", lambda: None)()}
 
 
@@ -146,6 +148,10 @@ def measure(world, system, sc, conns, duration, request_file, workdir, tag):
         row["kernel_share"] = None
         row["kernel_share_note"] = "n/a (raw)"
     row["bpf_progs"], row["bpf_ns_per_req"] = bpf_delta(snap0["bpf"], snap1["bpf"], ok)
+    # the daemon should sleep while the kernel path serves: its wake-ups
+    # per 1,000 successful requests (the metrics scrapes add a few)
+    w0, w1 = snap0["wakeups"], snap1["wakeups"]
+    row["daemon_wakeups_per_kreq"] = (w1 - w0) * 1000 / ok if w0 is not None and w1 is not None else None
     return row
 
 

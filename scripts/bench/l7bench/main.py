@@ -161,6 +161,18 @@ def estimate_s(plan):
     return t
 
 
+def parse_cost():
+    """The parser's own cost per head as this kernel runs it (the build's
+    l7fast-parse-cost), as printed; None when it is not built or fails."""
+    tool = systems.l7fastd_path().parent.parent / "tests" / "l7fast-parse-cost"
+    if not tool.exists():
+        return None
+    r = subprocess.run([str(tool)], capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        return None
+    return r.stdout
+
+
 def run(args):
     names = (args.systems.split(",") if args.systems else DEFAULT_SYSTEMS[args.mode])
     for n in names:
@@ -230,6 +242,7 @@ def run(args):
                 if was is None:
                     results["notes"].append("kernel.bpf_stats_enabled could not be set: "
                                             "no BPF cost figures")
+                results["parse_cost"] = parse_cost()
             (outdir / "environment.json").write_text(json.dumps(results["env"], indent=1))
             backend = systems.Backend(world, "outside", world.child_cgroup("outside"))
             objs = [systems.make(world, n, backend) for n in plan.systems]

@@ -10,13 +10,15 @@ from .scenarios import SWEEP_AXES
 from .systems import DESCRIPTIONS, L7fast
 
 METRICS = ["rps", "p50_us", "p90_us", "p99_us", "p999_us", "mean_us", "cpu_us_per_req",
-           "cpu_total_us_per_req", "ctxt_per_req", "foreign_cpu_share", "bpf_ns_per_req"]
+           "cpu_total_us_per_req", "ctxt_per_req", "foreign_cpu_share", "bpf_ns_per_req",
+           "daemon_wakeups_per_kreq"]
 RUN_COLUMNS = ["scenario", "group", "x", "system", "conns", "round", "duration_s", "requests",
                "ok_requests", "rps", "failed", "p50_us", "p90_us", "p99_us", "p999_us", "mean_us",
                "max_us", "cpu_busy_s", "cpu_own_s", "cpu_kthreads_s", "cpu_foreign_s",
                "cpu_us_per_req", "cpu_total_us_per_req", "ctxt", "ctxt_per_req",
                "foreign_cpu_share", "kernel_share", "kernel_share_note", "kernel_requests",
-               "user_requests", "handovers", "bpf_ns_per_req", "bpf_progs", "rss_bytes", "errors",
+               "user_requests", "handovers", "bpf_ns_per_req", "bpf_progs", "daemon_wakeups_per_kreq",
+               "rss_bytes", "errors",
                "counters", "cpu_per_core_s"]
 L7 = ("l7fast-local", "l7fast-raw", "l7fast-proxied", "l7fast-remote", "l7fast-slow")
 RAW = "l7fast-raw"
@@ -180,6 +182,8 @@ def run_line(row):
                                            sorted(hand.items(), key=lambda kv: -kv[1]))
     if row.get("bpf_ns_per_req") is not None:
         out += f"  BPF {row['bpf_ns_per_req']:.0f} ns/req"
+    if row.get("daemon_wakeups_per_kreq") is not None:
+        out += f"  l7fastd {row['daemon_wakeups_per_kreq']:.1f} wake-ups/1k req"
     if row["foreign_cpu_share"] > NOISY:
         out += "  (noisy)"
     return out
@@ -457,7 +461,8 @@ def summary_md(results, plot_files):
     with_raw = RAW in systems
     header = (["system", "req/s", "× direct", "× HAProxy"] + (["× raw"] if with_raw else [])
               + ["p50", "p50 × direct", "p99", "p99.9", "CPU µs/req", "CPU × HAProxy",
-                 "ctx sw/req", "failed", "kernel share", "hand-overs", "BPF ns/req", "noise"])
+                 "ctx sw/req", "failed", "kernel share", "hand-overs", "BPF ns/req",
+                 "l7fastd wake-ups/1k req", "noise"])
     for c in plan["main_conns"]:
         L.append(f"### {c} connection{'s' if c != 1 else ''}\n")
         rows = []
@@ -479,6 +484,7 @@ def summary_md(results, plot_files):
                            f_num(a["ctxt_per_req"], 2), f_num(a["failed"]),
                            f_kshare(s, a), f_handovers(s, a),
                            f_ns(a.get("bpf_ns_per_req")) if a.get("bpf_progs") else "",
+                           f_num(a.get("daemon_wakeups_per_kreq"), 1) if s.startswith("l7fast") else "",
                            f_pct(a.get("foreign_cpu_share"))])
         L.append(md_table(header, rows))
         L.append("\nRatios: median of the per-round ratios (in brackets: lowest–highest "
@@ -491,7 +497,10 @@ def summary_md(results, plot_files):
              "`to_slow_path_<reason>` counters over the runs (a hand-over is the first "
              "message given to the slow path since the kernel last took a request, not a "
              "request). l7fast-raw counts no requests: its share is n/a. BPF ns/req: the run "
-             "time of all of that l7fastd's BPF programs ÷ successful requests.\n")
+             "time of all of that l7fastd's BPF programs ÷ successful requests. l7fastd wake-ups: its "
+             "threads' voluntary context switches per 1,000 successful requests (the "
+             "daemon sleeps while the kernel path serves; the two metrics scrapes per run "
+             "add a few).\n")
 
     pvr = product_vs_raw(results)
     if pvr:
@@ -529,6 +538,12 @@ def summary_md(results, plot_files):
             rows.append([f"c{e['conns']}", e["system"], f_ns(e["bpf_ns_per_req"])] + cellv)
         L.append(md_table(["connections", "system", "BPF ns/req"] + names, rows))
         L.append("")
+    if results.get("parse_cost"):
+        L.append("The HTTP parser alone, per head, as this kernel runs it (`l7fast-parse-cost`: "
+                 "`bpf/include/l7_http.h` in a `BPF_PROG_TYPE_SYSCALL` program, many parses per "
+                 "clock read; \"fast\" is what the data plane runs, \"strict\" the stages it falls "
+                 "back to):\n")
+        L.append("```\n" + results["parse_cost"].rstrip() + "\n```\n")
 
     groups = [g for g in SWEEP_AXES if g != "main"
               and any(s["group"] == g for s in plan["scenarios"])]

@@ -434,6 +434,25 @@ class L7fast(System):
                 ids.add(int(m.group(1)))
         return ids
 
+    def wakeups(self):
+        """Context switches of l7fastd's threads so far (voluntary ones are
+        its wake-ups: it slept in epoll_wait and something woke it)."""
+        if self.proc is None:
+            return None
+        total = 0
+        try:
+            tasks = list(Path(f"/proc/{self.proc.pid}/task").iterdir())
+        except OSError:
+            return None
+        for t in tasks:
+            try:
+                m = re.search(r"^voluntary_ctxt_switches:\s*(\d+)", (t / "status").read_text(), re.M)
+            except OSError:
+                continue
+            if m:
+                total += int(m.group(1))
+        return total
+
     def bpf_programs(self):
         """{prog id: (name, run_time_ns, run_cnt)} of this daemon's BPF
         programs (kernel.bpf_stats_enabled must be 1 for the figures to

@@ -220,19 +220,13 @@ static __always_inline void l7_mark_slot_end(struct bpf_sock_ops *skops, __u32 i
  * sockets itself (see proxy/UpstreamPool.hpp): these events are how it
  * learns.
  */
-static __always_inline void l7_upstream_left_established(struct bpf_sock_ops *skops)
+static __always_inline void l7_upstream_left_established(struct bpf_sock_ops *skops,
+							const struct l7_sk_ref *ref)
 {
-	struct bpf_sock *sk = skops->sk;
-	struct l7_sk_ref *ref;
 	struct l7_slot *s;
 	__u64 *st;
 	__u32 id;
 
-	if (!sk)
-		return;
-	ref = bpf_sk_storage_get(&l7_sk_refs, sk, 0, 0);
-	if (!ref || ref->kind != L7_REF_SLOT)
-		return;
 	id = ref->idx;
 	s = bpf_map_lookup_elem(&l7_slots, &id);
 	st = bpf_map_lookup_elem(&l7_slot_state, &id);
@@ -308,6 +302,8 @@ static __always_inline void l7_adopt_client(struct bpf_sock_ops *skops, const st
 	sy->u_consumed = 0;
 	sy->u_bytes = 0;
 	sy->k_busy = 0;
+	sy->flags = 0;
+	sy->k_done_ns = 0;
 	sy->gen = c->gen;
 	r.kind = L7_REF_CLIENT;
 	r.idx = idx;
@@ -318,7 +314,35 @@ static __always_inline void l7_adopt_client(struct bpf_sock_ops *skops, const st
 		bpf_map_delete_elem(&l7_conn_by_tuple, k);
 		ref->kind = L7_REF_NONE;
 		c->state = L7_CONN_FREE;
+		return;
 	}
+	l7_watch_state(skops); /* its half-close (l7_client_half_closed) */
+}
+
+/* Only the field read here; CO-RE relocates it to the running kernel's
+ * struct sock (a u8 since before 5.x). */
+struct sock___l7 {
+	__u8 sk_shutdown;
+} __attribute__((preserve_access_index));
+
+#define L7_RCV_SHUTDOWN 1
+
+/*
+ * A local client's socket went from ESTABLISHED to FIN_WAIT1: it sent its
+ * FIN. shutdown(SHUT_WR) sets only SEND_SHUTDOWN before the state changes,
+ * close() both: a client that half-closed still reads, and its responses
+ * from now on go through the daemon (L7_SYNC_HALF_CLOSED), ahead of the
+ * daemon's FIN.
+ */
+static __always_inline void l7_client_half_closed(struct bpf_sock *sk, const struct l7_sk_ref *ref)
+{
+	struct l7_conn_sync *sy = 0;
+	struct sock___l7 *s = (struct sock___l7 *)bpf_skc_to_tcp_sock(sk);
+	struct l7_conn *c = l7_conn_of(ref, &sy);
+
+	if (!c || !sy || !s || (s->sk_shutdown & L7_RCV_SHUTDOWN))
+		return;
+	__sync_fetch_and_or(&sy->flags, L7_SYNC_HALF_CLOSED);
 }
 
 SEC("sockops")
@@ -364,8 +388,16 @@ int l7_sockops(struct bpf_sock_ops *skops)
 		if (s)
 			__sync_fetch_and_or(&s->flags, L7_SF_BACKEND_LOCAL);
 	} else if (op == BPF_SOCK_OPS_STATE_CB) {
-		if (skops->args[0] == BPF_TCP_ESTABLISHED)
-			l7_upstream_left_established(skops);
+		struct bpf_sock *sk = skops->sk;
+		struct l7_sk_ref *ref;
+
+		if (skops->args[0] != BPF_TCP_ESTABLISHED || !sk)
+			return 1;
+		ref = bpf_sk_storage_get(&l7_sk_refs, sk, 0, 0);
+		if (ref && ref->kind == L7_REF_SLOT)
+			l7_upstream_left_established(skops, ref);
+		else if (ref && ref->kind == L7_REF_CLIENT && skops->args[1] == BPF_TCP_FIN_WAIT1)
+			l7_client_half_closed(sk, ref);
 	}
 	return 1;
 }
@@ -816,8 +848,10 @@ static __always_inline void l7_resp_complete(struct l7_slot *slot, __u64 *st, __
 	struct l7_pool_stats *ps;
 	__u32 pool = slot->pool_id;
 
-	if (sy)
+	if (sy) {
+		sy->k_done_ns = latency + slot->req_start_ns;
 		sy->k_busy = 0;
+	}
 	if (rs) {
 		rs->status[class]++;
 		rs->bytes_out += slot->resp.bytes;
@@ -890,8 +924,13 @@ static __always_inline void l7_relay(struct l7_slot *slot, __u64 *st, __u32 id)
 			slot->resp.status = s->ws.msg.status;                                   \
 			if (s->ws.msg.flags & L7_MF_CLOSE)                                      \
 				slot->resp.close_after = 1;                                  \
-			if (s->ws.msg.status == 101) {                                          \
-				/* upgrades are never sent down the kernel path */            \
+			/* upgrades are never sent down the kernel path; a response   \
+			 * after which the client connection closes is relayed, so   \
+			 * that the daemon's FIN follows it on the same path: a       \
+			 * redirect is delivered after the program ran, and a FIN     \
+			 * sent meanwhile could reach the client first */             \
+			if (s->ws.msg.status == 101 ||                                       \
+			    (slot->resp.close_after && s->ws.msg.status >= 200)) {           \
 				o->outcome = pos ? L7_O_FORWARD : L7_O_RELAY;                \
 				o->pos = pos;                                                \
 				return;                                                      \
@@ -1027,7 +1066,8 @@ int l7_resp_msg(struct sk_msg_md *msg)
 			l7_resp_raw_done(slot, st, id, sy);
 		return SK_PASS;
 	}
-	if (!c || c->mode == L7_MODE_USER || l7_resp_over_budget(slot, size)) {
+	if (!c || c->mode == L7_MODE_USER || (sy && (sy->flags & (L7_SYNC_CLOSING | L7_SYNC_HALF_CLOSED))) ||
+	    l7_resp_over_budget(slot, size)) {
 		l7_relay(slot, st, id);
 		return l7_msg_pass(msg, &l7_sk_backend, id);
 	}
@@ -1104,7 +1144,7 @@ int l7_resp_skb(struct __sk_buff *skb)
 			l7_resp_raw_done(slot, st, id, sy);
 		return SK_PASS;
 	}
-	if (!c || c->mode == L7_MODE_USER) {
+	if (!c || c->mode == L7_MODE_USER || (sy && (sy->flags & (L7_SYNC_CLOSING | L7_SYNC_HALF_CLOSED)))) {
 		l7_relay(slot, st, id);
 		return SK_PASS;
 	}

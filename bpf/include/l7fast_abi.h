@@ -490,6 +490,27 @@ struct l7_conn_sync {
 	__u32 k_busy;     /* kernel: 1 while a kernel response to this client is in flight; the
 			   * response program or the daemon (relay, failure) sets it back to 0 */
 	__u32 gen;        /* l7_conn.gen of the connection these counts belong to */
+	__u32 flags;      /* enum l7_sync_flags (atomic OR, both sides) */
+	__u32 pad;
+	__u64 k_done_ns;  /* kernel: bpf_ktime_get_ns() when its last response to this client
+			   * was complete (CLOCK_MONOTONIC) */
+};
+
+/*
+ * Ending a client connection while kernel responses may be on their way.
+ * A response the kernel has not started yet is relayed through the daemon
+ * when either flag is set, so that it reaches the client before the
+ * daemon's FIN on the same path. One the kernel already delivered is the
+ * daemon's to wait for (ClientSession::drain_kernel_before_close): a
+ * redirect lands after its program ran, and what a local client has not
+ * read yet from its socket's BPF ingress queue is freed when that socket
+ * leaves the sockmap, which a half-closed client's socket does when the
+ * daemon's FIN arrives (FIN_WAIT2 -> CLOSE unhashes it).
+ */
+enum l7_sync_flags {
+	L7_SYNC_CLOSING = 1u << 0,     /* daemon: it will close the connection (client EOF) */
+	L7_SYNC_HALF_CLOSED = 1u << 1, /* sockops: the local client shut down its sending side
+					* (ESTABLISHED -> FIN_WAIT1 without RCV_SHUTDOWN) */
 };
 
 /* What a socket is to the data plane: its sk_storage (sockets of local

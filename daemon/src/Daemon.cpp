@@ -13,6 +13,7 @@
 #include <random>
 #include <sstream>
 
+#include "common/Clock.hpp"
 #include "common/FdStore.hpp"
 #include "common/Log.hpp"
 #include "control/DbusService.hpp"
@@ -534,10 +535,7 @@ void Daemon::handle_signal(int sig)
 control::ReloadOutcome Daemon::reload()
 {
     control::ReloadOutcome out;
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu",
-               static_cast<unsigned long long>(ts.tv_sec) * 1000000ull + ts.tv_nsec / 1000);
+    sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu", static_cast<unsigned long long>(monotonic_usec()));
     auto fail = [&](const std::string& e) {
         log::error("reload failed, still running generation ", generation_, ":\n", e);
         last_reload_error_ = e;

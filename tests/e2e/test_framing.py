@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from l7env import Conn, free_port, make_request
+from l7env import Conn, free_port, make_request, wait_until
 
 
 @pytest.fixture(scope="module")
@@ -154,6 +154,32 @@ def test_client_half_close(env, web, local):
     c.request("GET", "/half")
     c.sock.shutdown(socket.SHUT_WR)
     assert c.read_response().json()["path"] == "/half"
+    assert c.closed_by_peer()
+    c.close()
+
+
+@pytest.mark.parametrize("local", CLIENTS, ids=IDS)
+def test_client_half_close_after_its_response_arrived(env, web, local):
+    """The kernel's response is already waiting in the client's socket
+    (a local client: its BPF ingress queue, which the kernel frees when the
+    socket leaves the sockmap, as a half-closed socket does once the
+    daemon's FIN arrives) when the client half-closes, and the client reads
+    only after the daemon saw the EOF: the daemon's FIN must not cost the
+    response (l7_sync_flags in bpf/include/l7fast_abi.h)."""
+    c = connect(env, web, local)
+    # a first exchange: the connection's pooled upstream is idle again for
+    # the next request as soon as that response is complete
+    c.request("GET", "/half-warm")
+    assert c.read_response().status == 200
+    before = env.stats()["routes"]["all"]["requests_kernel"]
+    c.request("GET", "/half-late")
+    assert wait_until(lambda: env.stats()["routes"]["all"]["requests_kernel"] > before)
+    # the response is on its way or there: let it land, then half-close and
+    # give the daemon time to see the EOF before reading anything
+    time.sleep(0.2)
+    c.sock.shutdown(socket.SHUT_WR)
+    time.sleep(0.2)
+    assert c.read_response().json()["path"] == "/half-late"
     assert c.closed_by_peer()
     c.close()
 

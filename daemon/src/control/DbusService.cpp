@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "common/Clock.hpp"
 #include "common/Log.hpp"
 #include "control/BusCodec.hpp"
 #include "control/BusNames.hpp"
@@ -34,13 +35,6 @@ std::string system_bus_address()
 {
     const char* a = std::getenv("DBUS_SYSTEM_BUS_ADDRESS");
     return a && *a ? a : "unix:path=/run/dbus/system_bus_socket";
-}
-
-uint64_t monotonic_usec()
-{
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<uint64_t>(ts.tv_sec) * 1'000'000u + static_cast<uint64_t>(ts.tv_nsec) / 1000u;
 }
 
 std::string serialize_features(const std::vector<std::pair<std::string, std::string>>& f)

@@ -19,7 +19,7 @@ static_assert(sizeof(l7_match_key) == 16);
 static_assert(sizeof(l7_route) % 8 == 0);
 static_assert(sizeof(l7_slot) % 8 == 0);
 static_assert(sizeof(l7_conn) % 8 == 0);
-static_assert(sizeof(l7_conn_sync) == 16, "mmapped: the kernel's array stride");
+static_assert(sizeof(l7_conn_sync) == 32, "mmapped: the kernel's array stride");
 static_assert(sizeof(l7_pool) % 8 == 0, "mmapped: the kernel's array stride");
 static_assert(sizeof(l7_sk_ref) == 16);
 static_assert(sizeof(l7_event) == 32);

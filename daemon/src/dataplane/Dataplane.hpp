@@ -51,7 +51,7 @@ struct DataplaneOptions {
 
 // A BPF_F_MMAPABLE array map, mapped for the daemon's life. The whole
 // mapping counts in the daemon's RSS from the start, so only small maps are
-// mapped (l7_slot_state 256 KiB, l7_conn_sync 1 MiB, l7_pools 44 KiB).
+// mapped (l7_slot_state 256 KiB, l7_conn_sync 2 MiB, l7_pools 44 KiB).
 template <class T>
 class MappedArray {
 public:

@@ -8,7 +8,9 @@
 #include <optional>
 #include <random>
 
+#include "common/Clock.hpp"
 #include "common/FdStore.hpp"
+#include "common/TcpQueue.hpp"
 #include "common/Log.hpp"
 #include "dataplane/Dataplane.hpp"
 #include "policy/Mutation.hpp"
@@ -23,6 +25,12 @@ namespace {
 constexpr size_t kReadChunk = 16384;
 constexpr size_t kFirstRead = 1024;
 constexpr auto kKernelPoll = std::chrono::microseconds(200);
+// how long a half-closed local client has to read a kernel response before
+// the daemon's FIN frees what it has not read (drain_kernel_before_close)
+constexpr auto kHalfCloseLinger = std::chrono::seconds(1);
+// how long kernel bytes may take to be queued on a remote client's socket
+constexpr auto kKernelQueueWait = std::chrono::milliseconds(500);
+
 // The largest request body dropped to keep a connection open after a local
 // answer (401, 403, 429, a direct response); larger ones close it.
 constexpr uint64_t kDrainLimit = 65536;
@@ -37,15 +45,6 @@ uint64_t random_u64()
 {
     thread_local std::mt19937_64 rng{std::random_device{}()};
     return rng();
-}
-
-// CLOCK_MONOTONIC in nanoseconds, never 0 (the rate limiter's clock)
-uint64_t monotonic_ns()
-{
-    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                        std::chrono::steady_clock::now().time_since_epoch())
-                        .count();
-    return ns > 0 ? static_cast<uint64_t>(ns) : 1;
 }
 
 const char* verdict_name(const Verdict& v)
@@ -252,6 +251,48 @@ awaitable<bool> ClientSession::wait_kernel_idle()
             co_return false;
         t.expires_after(kKernelPoll);
         error_code ec;
+        co_await t.async_wait(asio::redirect_error(use_awaitable, ec));
+    }
+}
+
+// Before the daemon closes a connection on which the kernel may still be
+// answering (l7_sync_flags in l7fast_abi.h says why each step is needed):
+// a response the kernel has not started is relayed through the daemon,
+// which writes it ahead of the FIN; one in flight is waited for; then
+//  - a remote client's kernel bytes must all be queued on our socket
+//    (SK_SKB redirects reach it later, from the psock's worker): a FIN
+//    queued first would make the rest fail to send;
+//  - a local client that only half-closed may not have read yet what the
+//    kernel put in its socket's BPF ingress queue, which our FIN frees:
+//    the FIN waits until kHalfCloseLinger after the last kernel response.
+awaitable<void> ClientSession::drain_kernel_before_close()
+{
+    if (!sync_)
+        co_return;
+    std::atomic_ref<__u32> flags(sync_->flags);
+    flags.fetch_or(L7_SYNC_CLOSING, std::memory_order_seq_cst);
+    co_await wait_kernel_idle();
+    asio::steady_timer t(server_.io());
+    error_code ec;
+    if (conn_.remote) {
+        auto* dp = server_.dataplane();
+        auto c = dp ? dp->conn(conn_.ref) : std::nullopt;
+        const uint64_t want = written_ + (c ? c->k_bytes : 0);
+        for (auto until = std::chrono::steady_clock::now() + kKernelQueueWait;
+             sync_ && tcp_bytes_queued(sock_.native_handle()).value_or(want) < want &&
+             std::chrono::steady_clock::now() < until;) {
+            t.expires_after(kKernelPoll);
+            co_await t.async_wait(asio::redirect_error(use_awaitable, ec));
+        }
+        co_return;
+    }
+    if (!(flags.load() & L7_SYNC_HALF_CLOSED))
+        co_return;  // closed for good: it reads nothing any more
+    const uint64_t done = std::atomic_ref<__u64>(sync_->k_done_ns).load();
+    const uint64_t now = monotonic_ns();
+    const uint64_t linger = std::chrono::nanoseconds(kHalfCloseLinger).count();
+    if (done && now - done < linger) {
+        t.expires_after(std::chrono::nanoseconds(linger - (now - done)));
         co_await t.async_wait(asio::redirect_error(use_awaitable, ec));
     }
 }
@@ -551,10 +592,10 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
         }
         if (st == -3) {
             // The client is done sending (it may have half-closed after its
-            // last request): the kernel may still be delivering a response,
-            // which must reach the client before our FIN.
+            // last request): a kernel response may still be on its way,
+            // and must reach the client before our FIN.
             why = "client closed";
-            co_await wait_kernel_idle();
+            co_await drain_kernel_before_close();
             break;
         }
         if (st < 0) {

@@ -124,6 +124,7 @@ private:
     // (l7_conn_sync). Called before the write, never after: a client that
     // reads the answer and sends its next request finds it in the kernel.
     void publish(size_t final_bytes, bool answers_request);
+    awaitable<void> drain_kernel_before_close();
     // The data plane's kernel response to this client is over (the daemon
     // finished it).
     void kernel_done();

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "common/Clock.hpp"
 #include "common/FdStore.hpp"
 #include "auth/Jwt.hpp"
 #include "auth/JwtCache.hpp"
@@ -424,9 +425,7 @@ void ProxyServer::on_event(const l7_event& ev)
 void ProxyServer::count_kernel_response(const l7_slot& snapshot, int status, uint64_t bytes)
 {
     // req_start_ns is bpf_ktime_get_ns(): CLOCK_MONOTONIC
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    uint64_t now = static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+    uint64_t now = monotonic_ns();
     uint64_t latency = now > snapshot.req_start_ns ? now - snapshot.req_start_ns : 0;
     kernel_responses_[snapshot.stats_id].add_response(status, bytes, latency);
     if (const policy::SocketAddress* a = pool_.address_of(snapshot.pool_id)) {

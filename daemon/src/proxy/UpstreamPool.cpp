@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "common/Clock.hpp"
 #include "common/FdStore.hpp"
 #include "common/Log.hpp"
 #include "dataplane/Dataplane.hpp"
@@ -23,13 +24,6 @@ namespace {
 // The data plane changes these words with BPF atomics on the same memory.
 std::atomic_ref<uint64_t> atomic(uint64_t* w) { return std::atomic_ref<uint64_t>(*w); }
 bool cas(uint64_t* st, uint64_t from, uint64_t to) { return atomic(st).compare_exchange_strong(from, to); }
-
-uint64_t monotonic_ns()
-{
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 tcp::endpoint to_endpoint(const policy::SocketAddress& a)
 {

@@ -400,3 +400,39 @@ TEST(HttpParserFast, AgreesWithTheStrictStagesOnGeneratedHeads)
     }
     EXPECT_GT(fast, 1000u) << "the sample should exercise the fast stages";
 }
+
+TEST(HttpParserFast, PathShapesAgreeAcrossWordBoundaries)
+{
+    // The fast stages judge a path's shape (//, . and .. segments, escapes)
+    // from masks of whole words, carrying the last bytes of one word into
+    // the next. Paths of plain segments with at most a few odd ones among
+    // them, of every length, put each shape at every offset of a word:
+    // each must come out as the strict stages say.
+    const char* odd[] = {"", ".", "..", "...", ".a", "a.", "%2e", "\\", "a%41"};
+    std::mt19937 rng(11);
+    unsigned not_normal = 0, fast = 0, total = 0;
+    for (int i = 0; i < 60000; i++) {
+        std::string path;
+        const int segs = 1 + static_cast<int>(rng() % 4);
+        for (int k = 0; k < segs; k++) {
+            path += '/';
+            if (rng() % 4)
+                path += std::string(rng() % 10, 'a' + static_cast<char>(rng() % 26));
+            else
+                path += odd[rng() % (sizeof odd / sizeof *odd)];
+        }
+        if (rng() % 3 == 0)
+            path += rng() % 2 ? "/" : "?q=1";
+        const std::string s = "GET " + path + " HTTP/1.1\r\nHost: h\r\n\r\n";
+        ASSERT_TRUE(same_result(s, true)) << s;
+        l7_msg m{};
+        total++;
+        if (parse_head({s.data(), s.size()}, true, &m) == L7_P_OK && (m.flags & L7_MF_PATH_NOT_NORMAL))
+            not_normal++;
+        fast += fast_stages(s, true) == L7_P_OK;
+    }
+    // both kinds of path, all decided by the fast stages themselves
+    EXPECT_GT(not_normal, total / 10);
+    EXPECT_LT(not_normal, total / 2);
+    EXPECT_EQ(fast, total);
+}

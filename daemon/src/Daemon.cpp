@@ -351,6 +351,9 @@ void Daemon::start()
         degraded_reason_ = features_.unusable_reason;
     } else {
         try {
+            // a second daemon on these pins refuses to start (BpffsInUse
+            // goes on to main: exit 1)
+            bpffs_lock_ = dataplane::BpffsLock::acquire(d.bpffs);
             dataplane::DataplaneOptions o;
             o.cgroup = cgroup_;
             o.bpffs = d.bpffs;
@@ -361,7 +364,9 @@ void Daemon::start()
             log::info(dp_->adopted() ? "data plane adopted from the previous instance"
                                      : "data plane loaded",
                       "; sockops on ", cgroup_, ", pinned under ", d.bpffs);
-        } catch (const dataplane::DataplaneError& e) {
+        } catch (const dataplane::BpffsInUse&) {
+            throw;
+        } catch (const std::runtime_error& e) {
             degraded_reason_ = e.what();
         }
     }

@@ -12,6 +12,7 @@
 
 #include "common/Asio.hpp"
 #include "control/ControlApi.hpp"
+#include "dataplane/BpffsLock.hpp"
 #include "dataplane/Dataplane.hpp"
 #include "dataplane/Features.hpp"
 #include "policy/Policy.hpp"
@@ -85,6 +86,7 @@ private:
     std::unique_ptr<asio::posix::stream_descriptor> events_;
     dataplane::Features features_;
     std::string cgroup_;  // where sockops is attached (daemon.cgroup or the v2 root)
+    dataplane::BpffsLock bpffs_lock_;  // held while dp_ exists (declared first: outlives it)
     std::unique_ptr<dataplane::Dataplane> dp_;
     std::unique_ptr<proxy::ProxyServer> server_;
     std::unique_ptr<control::DbusService> dbus_;

@@ -189,10 +189,11 @@ bool Dataplane::load(bool adopt)
     } else {
         std::error_code ec;
         // A previous instance that died leaves its pins; they describe state
-        // this instance does not adopt, so they go.
-        if (fs::exists(opts_.bpffs, ec)) {
+        // this instance does not adopt, so they go. (The directory itself
+        // stays: the daemon holds its lock, BpffsLock.)
+        if (!fs::is_empty(opts_.bpffs, ec) && !ec) {
             log::notice("removing stale data-plane pins in ", opts_.bpffs);
-            fs::remove_all(opts_.bpffs, ec);
+            remove_pins();
         }
     }
     if (std::string fault = apply_test_faults(skel_); !fault.empty()) {
@@ -362,10 +363,18 @@ void Dataplane::pin()
         throw DataplaneError("pinning the sockops link: " + errstr(errno));
 }
 
-void Dataplane::unpin()
+void Dataplane::remove_pins()
 {
     std::error_code ec;
-    fs::remove_all(opts_.bpffs, ec);
+    for (const auto& sub : {"maps", "links"})
+        fs::remove_all(fs::path(opts_.bpffs) / sub, ec);
+}
+
+void Dataplane::unpin()
+{
+    remove_pins();
+    std::error_code ec;
+    fs::remove(opts_.bpffs, ec);  // empty now; the lock goes with the daemon
 }
 
 void Dataplane::write_config()

@@ -189,6 +189,7 @@ private:
     void attach();
     void pin();
     void unpin();
+    void remove_pins();  // what is under <bpffs>, not the directory
     void write_config();
     bool load(bool adopt);
     bool pins_adoptable(std::string* why) const;

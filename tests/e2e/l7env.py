@@ -12,6 +12,7 @@ import base64
 import contextlib
 import hashlib
 import hmac
+import ipaddress
 import json
 import os
 import re
@@ -32,7 +33,7 @@ PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.execu
 sys.path.insert(0, str(ROOT / "scripts" / "dbus"))
 from l7fast_bus import BUILD, L7FASTCTL, L7FASTD, PrivateBus  # noqa: E402,F401
 sys.path.insert(0, str(ROOT / "scripts" / "pylib"))
-from l7fast_abi import counter_name  # noqa: E402
+from l7fast_abi import SLOT_STATES, counter_name  # noqa: E402
 from l7fast_host import cgroup2_root, ensure_bpffs  # noqa: E402,F401
 
 
@@ -53,6 +54,14 @@ def skip_reason():
 
 
 
+# A deadline only a real hang exceeds. Liveness checks ("the client is not
+# left hanging") and waits for a condition use it; no test waits a fixed time
+# for something to happen or judges how fast it happened, so a busy machine
+# (scripts/run-tests.sh --under-load) changes how long tests take, never
+# their verdicts.
+LIVENESS = 30.0
+
+
 def free_port(host="127.0.0.1"):
     fam = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(fam, socket.SOCK_STREAM) as s:
@@ -60,7 +69,7 @@ def free_port(host="127.0.0.1"):
         return s.getsockname()[1]
 
 
-def wait_until(cond, timeout=5.0, interval=0.05):
+def wait_until(cond, timeout=LIVENESS, interval=0.05):
     """Polls cond() until it holds or timeout seconds pass; its last value."""
     deadline = time.monotonic() + timeout
     while not cond() and time.monotonic() < deadline:
@@ -428,20 +437,64 @@ class Daemon:
 
     def slot_states(self):
         """Pool slots by state name, EMPTY ones left out (l7_slot_state)."""
-        names = ["EMPTY", "CONNECTING", "IDLE", "KBUSY", "UBUSY", "RELAY", "DEAD"]
         out = {}
         if not os.path.exists(f"{self.bpffs}/maps/l7_slot_state"):
             return out
         for e in self.map_dump("l7_slot_state"):
             st = e.get("formatted", e)["value"]
             if st:
-                name = names[st] if st < len(names) else str(st)
+                name = SLOT_STATES.get(st, str(st))
                 out[name] = out.get(name, 0) + 1
         return out
 
     def conn_entries(self):
         """Client connections the data plane tracks (l7_conn_by_tuple)."""
         return self.map_entries("l7_conn_by_tuple")
+
+    def idle_slots(self, address):
+        """Pooled upstream connections to `address` (as Backend.address()
+        gives it) that are IDLE now, which the data plane can claim for
+        kernel requests: the slots registered in l7_slot_by_tuple with that
+        peer, looked up in l7_slot_state (0 without a data plane)."""
+        if not os.path.exists(f"{self.bpffs}/maps/l7_slot_by_tuple"):
+            return 0
+        host, _, port = address.rpartition(":")
+        packed = ipaddress.ip_address(host.strip("[]")).packed.ljust(16, b"\0")
+        want = [int.from_bytes(packed[i:i + 4], "little") for i in range(0, 16, 4)]
+        ids = [f["value"] for f in (e.get("formatted", e) for e in self.map_dump("l7_slot_by_tuple"))
+               if f["key"]["server_port"] == int(port) and f["key"]["server_ip"] == want]
+        if not ids:
+            return 0
+        states = f"{self.bpffs}/maps/l7_slot_state"
+        cmds = "".join(f"map lookup pinned {states} key {' '.join(map(str, i.to_bytes(4, 'little')))}\n"
+                       for i in ids)
+        out = subprocess.run(["bpftool", "-j", "batch", "file", "-"], input=cmds, capture_output=True,
+                             text=True, check=True).stdout
+        idle = next(v for v, n in SLOT_STATES.items() if n == "IDLE")
+        return sum(1 for r in json.loads(out) if r["output"].get("formatted", {}).get("value") == idle)
+
+    def wait_idle(self, *addresses, n=1):
+        """Waits until every upstream address has at least n IDLE pooled
+        connections. The pool opens them asynchronously (at start, after a
+        reload, to replace one that closed), and a kernel request that finds
+        none goes to the slow path (pool_miss); with n idle, the next n
+        concurrent kernel requests to the address all take the kernel path,
+        and so does every request of a client that does not pipeline (its
+        exchange returns the slot before the client reads the response)."""
+        ok = wait_until(lambda: all(self.idle_slots(a) >= n for a in addresses))
+        assert ok, f"fewer than {n} idle pooled connections: " + \
+            ", ".join(f"{a}: {self.idle_slots(a)}" for a in addresses)
+
+    @contextlib.contextmanager
+    def paused(self):
+        """l7fastd stopped (SIGSTOP) inside, continued after: only the data
+        plane runs meanwhile, so whatever happens happened in the kernel,
+        without the daemon's timers, pool refills or slow path."""
+        self.proc.send_signal(signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            self.proc.send_signal(signal.SIGCONT)
 
     def stop(self):
         if self.proc.poll() is None:
@@ -552,7 +605,7 @@ class Response:
 class Conn:
     """One client connection; responses are read with exact framing."""
 
-    def __init__(self, port, host="127.0.0.1", timeout=10.0):
+    def __init__(self, port, host="127.0.0.1", timeout=LIVENESS):
         self.sock = socket.create_connection((host, port), timeout=timeout)
         self.buf = b""
 
@@ -622,7 +675,7 @@ class Conn:
             body, self.buf = self.buf, b""
         return Response(status, (m.group(2) or b"").decode(), headers, body, raw)
 
-    def closed_by_peer(self, timeout=5.0):
+    def closed_by_peer(self, timeout=LIVENESS):
         """True if the peer closes the connection (clean EOF) within timeout."""
         self.sock.settimeout(timeout)
         try:

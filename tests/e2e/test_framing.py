@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from l7env import Conn, free_port, make_request
+from l7env import LIVENESS, Conn, free_port, make_request
 
 
 @pytest.fixture(scope="module")
@@ -176,23 +176,40 @@ def test_connection_close_is_honoured(env, web, local):
 def test_upstream_closed_after_a_client_close_is_not_reused(env, web, local):
     """The slow path forwards a client's Connection: close, so the backend
     closes its end after responding: that upstream connection must not go
-    back to the pool as idle, or the next request the kernel takes is
-    redirected into a socket about to close (502, or EFAULT for a local
-    client). "/x/../" sends the close request to the slow path."""
-    for i in range(25):
+    back to a pool as idle, or the next request is sent into a socket about
+    to close (502, or EFAULT for a local client). "/x/../" sends a request
+    to the slow path. The backend lingers long after answering before it
+    closes (LIVENESS), so a reused connection would still be the closing one
+    whenever the next request comes; the next requests go through the slow
+    path (its own pool) and the kernel (the kernel's)."""
+    linger = int(LIVENESS * 1000)
+    for i in range(10):
         c = connect(env, web, local)
-        c.request("GET", f"/x/../slow{i}?linger=100", headers={"Connection": "close"})
+        c.request("GET", f"/x/../slow{i}?linger={linger}", headers={"Connection": "close"})
         assert c.read_response().status == 200
         assert c.closed_by_peer()
         c.close()
         c = connect(env, web, local)
-        c.request("GET", f"/fast{i}")
-        r = c.read_response()
-        assert r.status == 200
-        assert r.json()["path"] == f"/fast{i}"
+        for path in (f"/x/../again{i}", f"/fast{i}"):
+            c.request("GET", path)
+            r = c.read_response()
+            assert r.status == 200
+            assert r.json()["path"] == path.replace("/x/..", "")
         c.close()
 
 
-def test_kernel_path_served_the_local_requests(env, web):
-    n = env.daemon.counters()
-    assert n["requests_kernel"] > 20 and n["responses_kernel"] > 20, n
+@pytest.mark.parametrize("local", CLIENTS, ids=IDS)
+def test_kernel_path_serves_keep_alive_requests(env, web, local):
+    """With an idle pooled connection, the kernel takes every request of a
+    client that does not pipeline, and completes every response (SK_MSG
+    for a local client, SK_SKB for a remote one)."""
+    env.daemon.wait_idle(env.backends["a"].address())
+    before = env.daemon.counters()
+    c = connect(env, web, local)
+    for i in range(25):
+        c.request("GET", f"/k/{i}")
+        assert c.read_response().json()["path"] == f"/k/{i}"
+    c.close()
+    after = env.daemon.counters()
+    moved = {k: after[k] - before[k] for k in after if after[k] != before[k]}
+    assert moved == {"requests_kernel": 25, "responses_kernel": 25}, moved

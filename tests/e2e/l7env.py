@@ -230,6 +230,40 @@ class RawBackend:
         self.sock.close()
 
 
+class HeldBackend(RawBackend):
+    """A RawBackend that holds every answer (a 200) until the test calls
+    release(): requests are in flight for as long as the test needs, not
+    for a delay that a busy machine may outlast. received() counts the
+    requests that arrived (held or answered)."""
+
+    OK = b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n"
+
+    def __init__(self):
+        self.cv = threading.Condition()
+        self.count = 0
+        self.gate = threading.Event()
+        super().__init__(self._answer)
+
+    def _answer(self, head, body):
+        with self.cv:
+            self.count += 1
+            self.cv.notify_all()
+        self.gate.wait()
+        return self.OK
+
+    def received(self):
+        with self.cv:
+            return self.count
+
+    def wait_received(self, n):
+        """Waits (LIVENESS at most) until n requests arrived; whether they did."""
+        with self.cv:
+            return self.cv.wait_for(lambda: self.count >= n, LIVENESS)
+
+    def release(self):
+        self.gate.set()
+
+
 # Execs l7fastd with the given descriptors renumbered to 3, 4, ... and
 # LISTEN_PID set to its own pid, as systemd passes its fd store back.
 _LAUNCHER = """

@@ -485,27 +485,51 @@ class Daemon:
         """Client connections the data plane tracks (l7_conn_by_tuple)."""
         return self.map_entries("l7_conn_by_tuple")
 
-    def idle_slots(self, address):
-        """Pooled upstream connections to `address` (as Backend.address()
-        gives it) that are IDLE now, which the data plane can claim for
-        kernel requests: the slots registered in l7_slot_by_tuple with that
-        peer, looked up in l7_slot_state (0 without a data plane)."""
+    def untracked(self, socks):
+        """The client sockets (connected to a listener) whose connection has
+        no entry in the data plane (l7_conn_by_tuple): sockops makes one
+        for a local client as it connects, l7fastd for a remote client once
+        it accepted it."""
+        def key(ip, port):
+            packed = ipaddress.ip_address(ip).packed.ljust(16, b"\0")
+            return tuple(int.from_bytes(packed[i:i + 4], "little") for i in range(0, 16, 4)), port
+        known = set()
+        if os.path.exists(f"{self.bpffs}/maps/l7_conn_by_tuple"):
+            for e in self.map_dump("l7_conn_by_tuple"):
+                k = e.get("formatted", e)["key"]
+                known.add(((tuple(k["client_ip"]), k["client_port"]), (tuple(k["server_ip"]), k["server_port"])))
+        return [s for s in socks if (key(*s.getsockname()[:2]), key(*s.getpeername()[:2])) not in known]
+
+    def pool_states(self, address):
+        """The pooled upstream connections to `address` (as
+        Backend.address() gives it) by state name ({"IDLE": 2, ...}): the
+        slots registered in l7_slot_by_tuple with that peer, looked up in
+        l7_slot_state (empty without a data plane)."""
         if not os.path.exists(f"{self.bpffs}/maps/l7_slot_by_tuple"):
-            return 0
+            return {}
         host, _, port = address.rpartition(":")
         packed = ipaddress.ip_address(host.strip("[]")).packed.ljust(16, b"\0")
         want = [int.from_bytes(packed[i:i + 4], "little") for i in range(0, 16, 4)]
         ids = [f["value"] for f in (e.get("formatted", e) for e in self.map_dump("l7_slot_by_tuple"))
                if f["key"]["server_port"] == int(port) and f["key"]["server_ip"] == want]
         if not ids:
-            return 0
+            return {}
         states = f"{self.bpffs}/maps/l7_slot_state"
         cmds = "".join(f"map lookup pinned {states} key {' '.join(map(str, i.to_bytes(4, 'little')))}\n"
                        for i in ids)
         out = subprocess.run(["bpftool", "-j", "batch", "file", "-"], input=cmds, capture_output=True,
                              text=True, check=True).stdout
-        idle = next(v for v, n in SLOT_STATES.items() if n == "IDLE")
-        return sum(1 for r in json.loads(out) if r["output"].get("formatted", {}).get("value") == idle)
+        by_name = {}
+        for r in json.loads(out):
+            v = r["output"].get("formatted", {}).get("value")
+            name = SLOT_STATES.get(v, str(v))
+            by_name[name] = by_name.get(name, 0) + 1
+        return by_name
+
+    def idle_slots(self, address):
+        """Pooled upstream connections to `address` that are IDLE now, which
+        the data plane can claim for kernel requests."""
+        return self.pool_states(address).get("IDLE", 0)
 
     def wait_idle(self, *addresses, n=1):
         """Waits until every upstream address has at least n IDLE pooled

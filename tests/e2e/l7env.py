@@ -610,6 +610,22 @@ class Env:
         st["routes"] = {r["name"]: r for r in st["routes"]}
         return st
 
+    def client(self, port, local=True, host="127.0.0.1"):
+        """A client connection to a listener: from the test cgroup (a local
+        client, SK_MSG) or from outside it (a remote one, SK_SKB). With a
+        data plane, a remote one is returned once l7fastd has accepted it
+        into the data plane: its first request is then the data plane's to
+        decide, as a local client's is from the start (bytes that arrive
+        before can take the slow path)."""
+        if local:
+            with self.local():
+                return Conn(port, host)
+        c = Conn(port, host)
+        if os.path.exists(f"{self.daemon.bpffs}/maps/l7_conn_by_tuple"):
+            assert wait_until(lambda: not self.daemon.untracked([c.sock])), \
+                "l7fastd did not add the remote client's connection to the data plane"
+        return c
+
     @contextlib.contextmanager
     def local(self):
         """Sockets created inside belong to the test cgroup (local clients)."""

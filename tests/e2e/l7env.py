@@ -610,7 +610,7 @@ class Env:
         st["routes"] = {r["name"]: r for r in st["routes"]}
         return st
 
-    def client(self, port, local=True, host="127.0.0.1"):
+    def client(self, port, local=True, host="127.0.0.1", source=None):
         """A client connection to a listener: from the test cgroup (a local
         client, SK_MSG) or from outside it (a remote one, SK_SKB). With a
         data plane, a remote one is returned once l7fastd has accepted it
@@ -619,8 +619,8 @@ class Env:
         before can take the slow path)."""
         if local:
             with self.local():
-                return Conn(port, host)
-        c = Conn(port, host)
+                return Conn(port, host, source=source)
+        c = Conn(port, host, source=source)
         if os.path.exists(f"{self.daemon.bpffs}/maps/l7_conn_by_tuple"):
             assert wait_until(lambda: not self.daemon.untracked([c.sock])), \
                 "l7fastd did not add the remote client's connection to the data plane"
@@ -679,8 +679,9 @@ class Response:
 class Conn:
     """One client connection; responses are read with exact framing."""
 
-    def __init__(self, port, host="127.0.0.1", timeout=LIVENESS):
-        self.sock = socket.create_connection((host, port), timeout=timeout)
+    def __init__(self, port, host="127.0.0.1", timeout=LIVENESS, source=None):
+        self.sock = socket.create_connection((host, port), timeout=timeout,
+                                             source_address=(source, 0) if source else None)
         self.buf = b""
 
     def send(self, data):

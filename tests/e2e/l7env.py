@@ -366,7 +366,7 @@ class Daemon:
         with the stored descriptors; returns when the new daemon is READY."""
         self.proc.kill()
         self.proc.wait()
-        time.sleep(0.3)  # the reader takes what the daemon sent before it died
+        self._drain_notifications()
         with self.cond:
             self.seen = len(self.notifications)
         if during:
@@ -376,6 +376,17 @@ class Daemon:
         self.logf.flush()
         self._spawn()
         self.wait_notify("READY=1")
+
+    def _drain_notifications(self):
+        """Returns once the reader has handled every notification sent so far
+        (those of a daemon that just died included): datagrams queue in
+        order, so a marker sent now is read after them."""
+        marker = f"L7ENV_DRAINED={len(self.notifications)}-{time.monotonic_ns()}"
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
+            s.sendto(marker.encode(), str(self.notify_path))
+        with self.cond:
+            assert self.cond.wait_for(lambda: marker in self.notifications, LIVENESS), \
+                "the notification reader is stuck"
 
     def _recv(self):
         fds = array.array("i")

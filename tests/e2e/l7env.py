@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT / "scripts" / "dbus"))
 from l7fast_bus import BUILD, L7FASTCTL, L7FASTD, PrivateBus  # noqa: E402,F401
 sys.path.insert(0, str(ROOT / "scripts" / "pylib"))
 from l7fast_abi import SLOT_STATES, counter_name  # noqa: E402
+import l7fast_pools  # noqa: E402
 from l7fast_host import cgroup2_root, ensure_bpffs  # noqa: E402,F401
 
 
@@ -512,30 +513,9 @@ class Daemon:
         return [s for s in socks if (key(*s.getsockname()[:2]), key(*s.getpeername()[:2])) not in known]
 
     def pool_states(self, address):
-        """The pooled upstream connections to `address` (as
-        Backend.address() gives it) by state name ({"IDLE": 2, ...}): the
-        slots registered in l7_slot_by_tuple with that peer, looked up in
-        l7_slot_state (empty without a data plane)."""
-        if not os.path.exists(f"{self.bpffs}/maps/l7_slot_by_tuple"):
-            return {}
-        host, _, port = address.rpartition(":")
-        packed = ipaddress.ip_address(host.strip("[]")).packed.ljust(16, b"\0")
-        want = [int.from_bytes(packed[i:i + 4], "little") for i in range(0, 16, 4)]
-        ids = [f["value"] for f in (e.get("formatted", e) for e in self.map_dump("l7_slot_by_tuple"))
-               if f["key"]["server_port"] == int(port) and f["key"]["server_ip"] == want]
-        if not ids:
-            return {}
-        states = f"{self.bpffs}/maps/l7_slot_state"
-        cmds = "".join(f"map lookup pinned {states} key {' '.join(map(str, i.to_bytes(4, 'little')))}\n"
-                       for i in ids)
-        out = subprocess.run(["bpftool", "-j", "batch", "file", "-"], input=cmds, capture_output=True,
-                             text=True, check=True).stdout
-        by_name = {}
-        for r in json.loads(out):
-            v = r["output"].get("formatted", {}).get("value")
-            name = SLOT_STATES.get(v, str(v))
-            by_name[name] = by_name.get(name, 0) + 1
-        return by_name
+        """The pooled upstream connections to `address` (as Backend.address()
+        gives it) by state name ({"IDLE": 2, ...}; scripts/pylib/l7fast_pools)."""
+        return l7fast_pools.pool_states(f"{self.bpffs}/maps", address)
 
     def idle_slots(self, address):
         """Pooled upstream connections to `address` that are IDLE now, which

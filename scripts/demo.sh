@@ -82,14 +82,14 @@ printf '$ %s\n' "$L7FASTD --default-policy"
 PIDS+=($!)
 DAEMON_PID=$!
 # Loading the data plane (the verifier) takes seconds, many more on a busy
-# machine: the daemon gets a minute to listen and to be on the bus, as long
-# as it runs.
-for _ in $(seq 600); do
+# machine: the daemon gets two minutes to listen and to be on the bus, as
+# long as it runs.
+for _ in $(seq 1200); do
 	curl -s -o /dev/null --max-time 1 "$URL/healthz" 2>/dev/null && break
 	kill -0 $DAEMON_PID 2>/dev/null || die "l7fastd exited: $(tail -n 5 "$WORK/l7fastd.log")"
 	sleep 0.1
 done
-for _ in $(seq 600); do
+for _ in $(seq 1200); do
 	"$L7FASTCTL" status >/dev/null 2>&1 && break
 	sleep 0.1
 done

@@ -61,6 +61,10 @@ def skip_reason():
 # (scripts/run-tests.sh --under-load) changes how long tests take, never
 # their verdicts.
 LIVENESS = 30.0
+# l7fastd's start, restart and reload: loading the data plane is seconds of
+# the verifier's work, which two busy loops on two shared CPUs stretched
+# past 30 s. Only a hang takes two minutes.
+STARTUP = 120.0
 
 
 def free_port(host="127.0.0.1"):
@@ -78,7 +82,7 @@ def wait_until(cond, timeout=LIVENESS, interval=0.05):
     return cond()
 
 
-def wait_port(host, port, timeout=10.0):
+def wait_port(host, port, timeout=LIVENESS):
     deadline = time.time() + timeout
     while time.time() < deadline:
         try:
@@ -416,7 +420,7 @@ class Daemon:
     def write_policy(self, body):
         self.policy.write_text(self.header + body)
 
-    def wait_notify(self, needle, timeout=30.0):
+    def wait_notify(self, needle, timeout=STARTUP):
         """The next notification (after the ones already looked at) that
         contains `needle`."""
         deadline = time.time() + timeout
@@ -549,7 +553,7 @@ class Daemon:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
-                self.proc.wait(10)
+                self.proc.wait(STARTUP)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()

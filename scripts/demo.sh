@@ -81,12 +81,15 @@ printf '$ %s\n' "$L7FASTD --default-policy"
 "$L7FASTD" --default-policy >"$WORK/l7fastd.log" 2>&1 &
 PIDS+=($!)
 DAEMON_PID=$!
-for _ in $(seq 100); do
+# Loading the data plane (the verifier) takes seconds, many more on a busy
+# machine: the daemon gets two minutes to listen and to be on the bus, as
+# long as it runs.
+for _ in $(seq 1200); do
 	curl -s -o /dev/null --max-time 1 "$URL/healthz" 2>/dev/null && break
 	kill -0 $DAEMON_PID 2>/dev/null || die "l7fastd exited: $(tail -n 5 "$WORK/l7fastd.log")"
 	sleep 0.1
 done
-for _ in $(seq 50); do
+for _ in $(seq 1200); do
 	"$L7FASTCTL" status >/dev/null 2>&1 && break
 	sleep 0.1
 done

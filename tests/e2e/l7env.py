@@ -12,6 +12,7 @@ import base64
 import contextlib
 import hashlib
 import hmac
+import ipaddress
 import json
 import os
 import re
@@ -32,7 +33,9 @@ PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.execu
 sys.path.insert(0, str(ROOT / "scripts" / "dbus"))
 from l7fast_bus import BUILD, L7FASTCTL, L7FASTD, PrivateBus  # noqa: E402,F401
 sys.path.insert(0, str(ROOT / "scripts" / "pylib"))
-from l7fast_abi import counter_name  # noqa: E402
+from l7fast_abi import SLOT_STATES, SYNC_FLAGS, counter_name  # noqa: E402
+L7_SYNC_CLOSING = SYNC_FLAGS["CLOSING"]
+import l7fast_pools  # noqa: E402
 from l7fast_host import cgroup2_root, ensure_bpffs  # noqa: E402,F401
 
 
@@ -53,6 +56,18 @@ def skip_reason():
 
 
 
+# A deadline only a real hang exceeds. Liveness checks ("the client is not
+# left hanging") and waits for a condition use it; no test waits a fixed time
+# for something to happen or judges how fast it happened, so a busy machine
+# (scripts/run-tests.sh --under-load) changes how long tests take, never
+# their verdicts.
+LIVENESS = 30.0
+# l7fastd's start, restart and reload: loading the data plane is seconds of
+# the verifier's work, which two busy loops on two shared CPUs stretched
+# past 30 s. Only a hang takes two minutes.
+STARTUP = 120.0
+
+
 def free_port(host="127.0.0.1"):
     fam = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(fam, socket.SOCK_STREAM) as s:
@@ -60,7 +75,7 @@ def free_port(host="127.0.0.1"):
         return s.getsockname()[1]
 
 
-def wait_until(cond, timeout=5.0, interval=0.05):
+def wait_until(cond, timeout=LIVENESS, interval=0.05):
     """Polls cond() until it holds or timeout seconds pass; its last value."""
     deadline = time.monotonic() + timeout
     while not cond() and time.monotonic() < deadline:
@@ -68,7 +83,7 @@ def wait_until(cond, timeout=5.0, interval=0.05):
     return cond()
 
 
-def wait_port(host, port, timeout=10.0):
+def wait_port(host, port, timeout=LIVENESS):
     deadline = time.time() + timeout
     while time.time() < deadline:
         try:
@@ -221,6 +236,40 @@ class RawBackend:
         self.sock.close()
 
 
+class HeldBackend(RawBackend):
+    """A RawBackend that holds every answer (a 200) until the test calls
+    release(): requests are in flight for as long as the test needs, not
+    for a delay that a busy machine may outlast. received() counts the
+    requests that arrived (held or answered)."""
+
+    OK = b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n"
+
+    def __init__(self):
+        self.cv = threading.Condition()
+        self.count = 0
+        self.gate = threading.Event()
+        super().__init__(self._answer)
+
+    def _answer(self, head, body):
+        with self.cv:
+            self.count += 1
+            self.cv.notify_all()
+        self.gate.wait()
+        return self.OK
+
+    def received(self):
+        with self.cv:
+            return self.count
+
+    def wait_received(self, n):
+        """Waits (LIVENESS at most) until n requests arrived; whether they did."""
+        with self.cv:
+            return self.cv.wait_for(lambda: self.count >= n, LIVENESS)
+
+    def release(self):
+        self.gate.set()
+
+
 # Execs l7fastd with the given descriptors renumbered to 3, 4, ... and
 # LISTEN_PID set to its own pid, as systemd passes its fd store back.
 _LAUNCHER = """
@@ -234,6 +283,12 @@ for i, h in enumerate(high):
     os.close(h)
 os.execve(sys.argv[2], sys.argv[2:], dict(os.environ, LISTEN_PID=str(os.getpid())))
 """
+
+
+def _tuple_key(ip, port):
+    """An address as l7_conn_key holds it (bpftool's formatted view)."""
+    packed = ipaddress.ip_address(ip).packed.ljust(16, b"\0")
+    return tuple(int.from_bytes(packed[i:i + 4], "little") for i in range(0, 16, 4)), port
 
 
 class Daemon:
@@ -323,7 +378,7 @@ class Daemon:
         with the stored descriptors; returns when the new daemon is READY."""
         self.proc.kill()
         self.proc.wait()
-        time.sleep(0.3)  # the reader takes what the daemon sent before it died
+        self._drain_notifications()
         with self.cond:
             self.seen = len(self.notifications)
         if during:
@@ -333,6 +388,17 @@ class Daemon:
         self.logf.flush()
         self._spawn()
         self.wait_notify("READY=1")
+
+    def _drain_notifications(self):
+        """Returns once the reader has handled every notification sent so far
+        (those of a daemon that just died included): datagrams queue in
+        order, so a marker sent now is read after them."""
+        marker = f"L7ENV_DRAINED={len(self.notifications)}-{time.monotonic_ns()}"
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
+            s.sendto(marker.encode(), str(self.notify_path))
+        with self.cond:
+            assert self.cond.wait_for(lambda: marker in self.notifications, LIVENESS), \
+                "the notification reader is stuck"
 
     def _recv(self):
         fds = array.array("i")
@@ -361,7 +427,7 @@ class Daemon:
     def write_policy(self, body):
         self.policy.write_text(self.header + body)
 
-    def wait_notify(self, needle, timeout=30.0):
+    def wait_notify(self, needle, timeout=STARTUP):
         """The next notification (after the ones already looked at) that
         contains `needle`."""
         deadline = time.time() + timeout
@@ -428,14 +494,13 @@ class Daemon:
 
     def slot_states(self):
         """Pool slots by state name, EMPTY ones left out (l7_slot_state)."""
-        names = ["EMPTY", "CONNECTING", "IDLE", "KBUSY", "UBUSY", "RELAY", "DEAD"]
         out = {}
         if not os.path.exists(f"{self.bpffs}/maps/l7_slot_state"):
             return out
         for e in self.map_dump("l7_slot_state"):
             st = e.get("formatted", e)["value"]
             if st:
-                name = names[st] if st < len(names) else str(st)
+                name = SLOT_STATES.get(st, str(st))
                 out[name] = out.get(name, 0) + 1
         return out
 
@@ -443,11 +508,79 @@ class Daemon:
         """Client connections the data plane tracks (l7_conn_by_tuple)."""
         return self.map_entries("l7_conn_by_tuple")
 
+    def untracked(self, socks):
+        """The client sockets (connected to a listener) whose connection has
+        no entry in the data plane (l7_conn_by_tuple): sockops makes one
+        for a local client as it connects, l7fastd for a remote client once
+        it accepted it."""
+        key = _tuple_key
+        known = set()
+        if os.path.exists(f"{self.bpffs}/maps/l7_conn_by_tuple"):
+            for e in self.map_dump("l7_conn_by_tuple"):
+                k = e.get("formatted", e)["key"]
+                known.add(((tuple(k["client_ip"]), k["client_port"]), (tuple(k["server_ip"]), k["server_port"])))
+        return [s for s in socks if (key(*s.getsockname()[:2]), key(*s.getpeername()[:2])) not in known]
+
+    def conn_index(self, sock):
+        """The data plane's index of the client connection of `sock` (its
+        l7_conn_by_tuple entry), None when it has none."""
+        for e in self.map_dump("l7_conn_by_tuple"):
+            f = e.get("formatted", e)
+            k = f["key"]
+            if ((tuple(k["client_ip"]), k["client_port"]), (tuple(k["server_ip"]), k["server_port"])) == \
+                    (_tuple_key(*sock.getsockname()[:2]), _tuple_key(*sock.getpeername()[:2])):
+                return f["value"]["idx"]
+        return None
+
+    def sync_flags(self, sock):
+        """l7_conn_sync[idx].flags of the client connection of `sock`
+        (L7_SYNC_CLOSING, L7_SYNC_HALF_CLOSED), 0 when it has no entry."""
+        idx = self.conn_index(sock)
+        if idx is None:
+            return 0
+        out = subprocess.run(["bpftool", "-j", "map", "lookup", "pinned", f"{self.bpffs}/maps/l7_conn_sync",
+                              "key"] + [str(b) for b in idx.to_bytes(4, "little")],
+                             capture_output=True, text=True, check=True).stdout
+        return json.loads(out).get("formatted", {}).get("value", {}).get("flags", 0)
+
+    def pool_states(self, address):
+        """The pooled upstream connections to `address` (as Backend.address()
+        gives it) by state name ({"IDLE": 2, ...}; scripts/pylib/l7fast_pools)."""
+        return l7fast_pools.pool_states(f"{self.bpffs}/maps", address)
+
+    def idle_slots(self, address):
+        """Pooled upstream connections to `address` that are IDLE now, which
+        the data plane can claim for kernel requests."""
+        return self.pool_states(address).get("IDLE", 0)
+
+    def wait_idle(self, *addresses, n=1):
+        """Waits until every upstream address has at least n IDLE pooled
+        connections. The pool opens them asynchronously (at start, after a
+        reload, to replace one that closed), and a kernel request that finds
+        none goes to the slow path (pool_miss); with n idle, the next n
+        concurrent kernel requests to the address all take the kernel path,
+        and so does every request of a client that does not pipeline (its
+        exchange returns the slot before the client reads the response)."""
+        ok = wait_until(lambda: all(self.idle_slots(a) >= n for a in addresses))
+        assert ok, f"fewer than {n} idle pooled connections: " + \
+            ", ".join(f"{a}: {self.idle_slots(a)}" for a in addresses)
+
+    @contextlib.contextmanager
+    def paused(self):
+        """l7fastd stopped (SIGSTOP) inside, continued after: only the data
+        plane runs meanwhile, so whatever happens happened in the kernel,
+        without the daemon's timers, pool refills or slow path."""
+        self.proc.send_signal(signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            self.proc.send_signal(signal.SIGCONT)
+
     def stop(self):
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
-                self.proc.wait(10)
+                self.proc.wait(STARTUP)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
@@ -498,6 +631,22 @@ class Env:
         st = json.loads(out)
         st["routes"] = {r["name"]: r for r in st["routes"]}
         return st
+
+    def client(self, port, local=True, host="127.0.0.1", source=None):
+        """A client connection to a listener: from the test cgroup (a local
+        client, SK_MSG) or from outside it (a remote one, SK_SKB). With a
+        data plane, a remote one is returned once l7fastd has accepted it
+        into the data plane: its first request is then the data plane's to
+        decide, as a local client's is from the start (bytes that arrive
+        before can take the slow path)."""
+        if local:
+            with self.local():
+                return Conn(port, host, source=source)
+        c = Conn(port, host, source=source)
+        if os.path.exists(f"{self.daemon.bpffs}/maps/l7_conn_by_tuple"):
+            assert wait_until(lambda: not self.daemon.untracked([c.sock])), \
+                "l7fastd did not add the remote client's connection to the data plane"
+        return c
 
     @contextlib.contextmanager
     def local(self):
@@ -552,8 +701,9 @@ class Response:
 class Conn:
     """One client connection; responses are read with exact framing."""
 
-    def __init__(self, port, host="127.0.0.1", timeout=10.0):
-        self.sock = socket.create_connection((host, port), timeout=timeout)
+    def __init__(self, port, host="127.0.0.1", timeout=LIVENESS, source=None):
+        self.sock = socket.create_connection((host, port), timeout=timeout,
+                                             source_address=(source, 0) if source else None)
         self.buf = b""
 
     def send(self, data):
@@ -622,7 +772,7 @@ class Conn:
             body, self.buf = self.buf, b""
         return Response(status, (m.group(2) or b"").decode(), headers, body, raw)
 
-    def closed_by_peer(self, timeout=5.0):
+    def closed_by_peer(self, timeout=LIVENESS):
         """True if the peer closes the connection (clean EOF) within timeout."""
         self.sock.settimeout(timeout)
         try:

@@ -11,10 +11,12 @@ import os
 import re
 import subprocess
 import sys
-import time
+import threading
 from pathlib import Path
 
 import pytest
+
+from l7env import wait_until
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "dbus"))
 from l7fast_bus import (ADMIN_GID, BUS_NAME, IFACE, NOBODY, OBJECT, Daemon, PrivateBus, bus, busctl,  # noqa: E402,F401
@@ -132,21 +134,34 @@ def test_get_status_get_stats_list_routes(bus, daemon):
 # ---- Reload, the signal and PropertiesChanged -----------------------------------------------------
 
 def test_reload_emits_reloaded_and_properties_changed(bus, daemon):
-    before = get_property(bus, "Generation")["data"]
     mon = subprocess.Popen(["dbus-monitor", "--system", f"type='signal',sender='{BUS_NAME}'"],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=bus.env())
+    out = []
+    reader = threading.Thread(target=lambda: out.extend(iter(mon.stdout.readline, "")), daemon=True)
+    reader.start()
+
+    def reloaded(gen):
+        return re.search(r"member=Reloaded\s+boolean true\s+uint64 %d\s+string \"\"" % gen, "".join(out))
+
+    def changed(gen):
+        blocks = re.findall(r"member=PropertiesChanged\s+string \"org.l7fast.Manager1\"(.*?)(?=signal time|\Z)",
+                            "".join(out), re.S)
+        return any(re.search(r'string "Generation"\s+variant\s+uint64 %d' % gen, b) for b in blocks)
+
     try:
-        time.sleep(0.5)  # dbus-monitor has become a monitor
+        # dbus-monitor is a monitor once it shows a signal: reloads until it
+        # shows one (instead of giving it half a second)
+        assert wait_until(lambda: call_json(bus, "Reload") and "member=Reloaded" in "".join(out), interval=0.2), \
+            "".join(out)
+        before = get_property(bus, "Generation")["data"]
         res = call_json(bus, "Reload")
         assert res == {"type": "bts", "data": [True, before + 1, ""]}
-        time.sleep(0.5)
+        # both signals of this reload, waited for
+        assert wait_until(lambda: reloaded(before + 1) and changed(before + 1)), "".join(out)
     finally:
         mon.terminate()
-        text = mon.communicate(timeout=10)[0]
-    assert re.search(r"member=Reloaded\s+boolean true\s+uint64 %d\s+string \"\"" % (before + 1), text), text
-    m = re.search(r"member=PropertiesChanged\s+string \"org.l7fast.Manager1\"(.*?)(signal time|\Z)", text, re.S)
-    assert m, text
-    assert re.search(r'string "Generation"\s+variant\s+uint64 %d' % (before + 1), m.group(1)), m.group(1)
+        mon.wait(timeout=10)
+        reader.join(10)
     assert get_property(bus, "Generation")["data"] == before + 1
 
 
@@ -273,10 +288,7 @@ def test_daemon_serves_again_after_the_bus_restarts(workdir):
             b.stop()
             b2 = PrivateBus(workdir / "restarting")  # same socket path
             assert b2.address == b.address
-            deadline = time.time() + 20
-            while not b2.has_owner() and time.time() < deadline:
-                time.sleep(0.2)
-            assert b2.has_owner(), d.log()
+            assert wait_until(b2.has_owner, interval=0.2), d.log()
             assert ctl(b2, "status").returncode == 0
             assert "D-Bus: reconnected" in d.log()
             assert d.proc.poll() is None

@@ -273,10 +273,14 @@ def test_kernel_agrees_with_the_reference(seed):
         g.tokens = make_tokens(g.rng, int(time.time()))
         g.route_paths = kenv.route_paths
         clients = {(local): (Client(kenv, kport, local), Client(uenv, uport, local)) for local in (True, False)}
+        # one client at a time, none with a request in flight when it sends
+        # (a batch is one write): an idle pooled connection per backend is
+        # all the kernel ever needs, so none of its hand-overs is a pool_miss
+        kenv.daemon.wait_idle(*kenv.shared_backends.values())
+        kst0 = kenv.stats()
         sent = 0
         mismatches = []
-        deadline = time.monotonic() + 120
-        while sent < REQUESTS and time.monotonic() < deadline:
+        while sent < REQUESTS:
             batch = [gen_request(g, 0) for _ in range(1 if g.rng.random() < float(os.environ.get("L7FAST_DIFF_SINGLE", "0.7")) else g.rng.randint(2, 4))]
             local = g.rng.random() < float(os.environ.get("L7FAST_DIFF_LOCAL", "0.75"))
             kc, uc = clients[local]
@@ -310,11 +314,17 @@ def test_kernel_agrees_with_the_reference(seed):
         assert not mismatches, (f"seed {seed}: {len(mismatches)} disagreement(s)\n" +
                                 "\n".join(show(m) for m in mismatches) +
                                 "\n--- kernel daemon log ---\n" + kenv.daemon.log()[-3000:])
-        assert sent >= min(REQUESTS, 100), f"only {sent} requests in the time bound"
         kst = kenv.stats()
         ust = uenv.stats()
         assert ust["requests_kernel"] == 0, ust
-        # the comparison means something only if the kernel took a real share
+        # Every hand-over has a reason in the policy or the request, none in
+        # timing: the pools were warm, and a client that does not pipeline
+        # finds the daemon caught up (ARCHITECTURE.md section 3). So which
+        # requests the kernel took is a function of the seed alone, and the
+        # comparison means something only if that is a real share.
+        moved = {k: v - kst0["counters"].get(k, 0) for k, v in kst["counters"].items()}
+        timing = {k: moved[k] for k in ("to_slow_path_pool_miss", "to_slow_path_user_pending") if moved[k]}
+        assert not timing, f"hand-overs for timing: {timing}; counters moved {moved}"
         routes = {n: (r["placement"], r["requests_kernel"], r["requests_user"]) for n, r in kst["routes"].items()}
         assert kst["requests_kernel"] >= sent // 20, \
             f"{kst['requests_kernel']} of {sent} in the kernel; counters {json.dumps(kst['counters'])}; routes {routes}"

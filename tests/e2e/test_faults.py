@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from l7env import PYTHON, Conn, Daemon, free_port, wait_port
+from l7env import LIVENESS, PYTHON, Conn, Daemon, free_port, wait_port, wait_until
 
 # A backend that misbehaves on request: /.../reset answers with a TCP reset,
 # /.../stall never answers, /.../partial sends a head and 1000 of 100000
@@ -65,8 +65,11 @@ while True:
     threading.Thread(target=serve, args=(c,), daemon=True).start()
 """
 
-SETTINGS = ("request_timeout_ms = 1500\nconnect_timeout_ms = 500\nheader_timeout_ms = 1000\n"
-            "pool_max = 2\n")
+# request_timeout_ms bounds every exchange of the module, not only the
+# stalled ones: long enough that only a stall ends one, whatever the load.
+REQUEST_TIMEOUT = 5.0
+SETTINGS = (f"request_timeout_ms = {int(REQUEST_TIMEOUT * 1000)}\nconnect_timeout_ms = 500\n"
+            "header_timeout_ms = 1000\npool_max = 2\n")
 RSS_SLACK_KIB = 8 * 1024
 FD_SLACK = 2  # the pool keeps up to pool_max idle overflow connections after a burst
 
@@ -160,7 +163,20 @@ def warm_up(env):
         c.request("GET", path)
         assert c.read_response().status == 200
     c.close()
-    time.sleep(1.0)  # pools reach their idle size
+
+
+def pools_full(env):
+    """Waits until the pools of the live backends have their pool_max (2)
+    idle connections: a scenario starts with them, so that its kernel
+    requests are the kernel's and the baseline is not taken while the pools
+    still grow (or refill after the previous scenario retired a slot)."""
+    env.daemon.wait_idle(env.backends["good"].address(), f"127.0.0.1:{env.flaky.port}",
+                         f"127.0.0.1:{env.victim.port}", n=2)
+
+
+def baseline(env):
+    pools_full(env)
+    return Snapshot(env)
 
 
 # ---- what every scenario checks ---------------------------------------------------------------
@@ -195,15 +211,14 @@ def assert_alive(env, state="running"):
 
 
 def assert_no_leak(env, base, what):
-    """Waits (bounded) for the daemon to drop what the scenario opened, then
-    compares with `base`."""
-    deadline = time.time() + 10
-    while True:
+    """Waits (LIVENESS at most) for the daemon to drop what the scenario
+    opened, then compares with `base`."""
+    def settled():
+        nonlocal now
         now = Snapshot(env)
-        settled = len(now.fds) <= len(base.fds) and now.conns <= base.conns and not now.busy_slots()
-        if settled or time.time() > deadline:
-            break
-        time.sleep(0.25)
+        return len(now.fds) <= len(base.fds) and now.conns <= base.conns and not now.busy_slots()
+    now = None
+    wait_until(settled, interval=0.25)
     print(f"\n[{what}] before: {base}\n[{what}] after:  {now}")
     extra = {fd: t for fd, t in now.fds.items() if base.fds.get(fd) != t}
     assert len(now.fds) <= len(base.fds) + FD_SLACK, f"{what}: descriptors leaked: {extra}"
@@ -237,18 +252,22 @@ def good_request_still_works(env):
 @pytest.mark.parametrize("path", ["k", "u"], ids=["kernel", "slow"])
 def test_stalled_backend_gets_504(faults, path):
     env = faults
-    base = Snapshot(env)
+    base = baseline(env)
     k0 = kernel_requests(env, f"{path}-flaky")
     c = client(env)
-    t0 = time.time()
+    t0 = time.monotonic()
     c.request("GET", f"/{path}/flaky/stall")
     r = c.read_response()
-    took = time.time() - t0
+    took = time.monotonic() - t0
     c.close()
+    # the backend stalls for 30 s, longer than the request timeout: a 504
+    # is the timeout (the client's LIVENESS read timeout catches a hang),
+    # and it never fires before request_timeout_ms (less the millisecond
+    # its timers round away)
     assert r.status == 504, r
-    assert 1.2 < took < 4.0, took   # request_timeout_ms = 1500
-    if path == "k":
-        assert kernel_requests(env, "k-flaky") > k0, "the request did not take the kernel path"
+    assert took > 0.9 * REQUEST_TIMEOUT, took
+    assert kernel_requests(env, f"{path}-flaky") - k0 == (1 if path == "k" else 0), \
+        "the request did not take the path under test"
     assert_alive(env)
     good_request_still_works(env)
     assert_no_leak(env, base, f"stall/{path}")
@@ -258,14 +277,17 @@ def test_stalled_backend_gets_504(faults, path):
 @pytest.mark.parametrize("local", [True, False], ids=["local", "remote"])
 def test_upstream_reset_gets_502(faults, path, local):
     env = faults
-    base = Snapshot(env)
+    base = baseline(env)
+    k0 = kernel_requests(env, f"{path}-flaky")
     c = client(env, local)
-    t0 = time.time()
     c.request("GET", f"/{path}/flaky/reset")
     r = c.read_response()
     c.close()
+    # 502, not the 504 of request_timeout_ms: the reset itself ended the
+    # exchange (a hang fails the client's LIVENESS read timeout)
     assert r.status == 502, r
-    assert time.time() - t0 < 3
+    assert kernel_requests(env, f"{path}-flaky") - k0 == (1 if path == "k" else 0), \
+        "the request did not take the path under test"
     assert_alive(env)
     good_request_still_works(env)
     assert_no_leak(env, base, f"reset/{path}/{'local' if local else 'remote'}")
@@ -273,7 +295,7 @@ def test_upstream_reset_gets_502(faults, path, local):
 
 def test_refused_connection_gets_502(faults):
     env = faults
-    base = Snapshot(env)
+    base = baseline(env)
     c = client(env)
     c.request("GET", "/dead/x")
     assert c.read_response().status == 502
@@ -287,7 +309,7 @@ def test_backend_killed_mid_response_closes_the_client(faults, path):
     """The head and part of the body were sent: no status can be sent any
     more, so the client connection is closed (never left hanging)."""
     env = faults
-    base = Snapshot(env)
+    base = baseline(env)
     c = client(env)
     c.request("GET", f"/{path}/victim/ok")
     assert c.read_response().status == 200
@@ -300,8 +322,10 @@ def test_backend_killed_mid_response_closes_the_client(faults, path):
         head += chunk
     assert head.startswith(b"HTTP/1.1 200"), head[:80]
     env.victim.kill()
-    t0 = time.time()
-    c.sock.settimeout(5)
+    # the backend's close ends the exchange; the client's LIVENESS read
+    # timeout (not the request timeout, which would also close it) is what
+    # only a client left hanging reaches
+    c.sock.settimeout(LIVENESS)
     rest = b""
     try:
         while True:
@@ -311,18 +335,18 @@ def test_backend_killed_mid_response_closes_the_client(faults, path):
             rest += chunk
     except ConnectionResetError:
         pass
+    except socket.timeout:
+        pytest.fail(f"client left hanging for {LIVENESS:.0f}s")
     except OSError as e:
         # ARCHITECTURE.md §7.2: after socket-to-socket data, 6.18 reports
         # the closing FIN to the reader as EFAULT
         assert e.errno == errno.EFAULT and path == "k", e
     finally:
-        took = time.time() - t0
         env.victim.start()   # same port: the pool reconnects
     c.close()
     assert len(head.split(b"\r\n\r\n", 1)[1]) + len(rest) < 100000, "a truncated body was completed"
-    assert took < 4, f"client left hanging for {took:.1f}s"
-    if path == "k":
-        assert kernel_requests(env, "k-victim") > k0, "the request did not take the kernel path"
+    assert kernel_requests(env, f"{path}-victim") - k0 == (1 if path == "k" else 0), \
+        "the request did not take the path under test"
     assert_alive(env)
     good_request_still_works(env)
     assert_no_leak(env, base, f"killed/{path}")
@@ -332,29 +356,30 @@ def test_backend_killed_mid_response_closes_the_client(faults, path):
 
 @pytest.mark.parametrize("local", [True, False], ids=["local", "remote"])
 def test_trickled_head_gets_408(faults, local):
-    """A head sent a byte every 100 ms never completes within
-    header_timeout_ms (1 s): 408 and close, however often bytes arrive."""
+    """A head sent a byte every 100 ms or more never completes within
+    header_timeout_ms (1 s): 408 and close, however often bytes arrive. The
+    head takes at least 33 s to send: the 408 must come while it is still
+    being sent (a deadline that each byte extended would come after)."""
     env = faults
-    base = Snapshot(env)
+    base = baseline(env)
     c = client(env, local)
-    head = b"GET /ok HTTP/1.1\r\nHost: a\r\n" + b"X-Slow: " + b"y" * 200
-    t0 = time.time()
-    got = b""
-    c.sock.settimeout(0.1)
-    for byte in head:
+    head = b"GET /ok HTTP/1.1\r\nHost: a\r\n" + b"X-Slow: " + b"y" * 300
+    t0 = time.monotonic()
+    got, sent = b"", 0
+    c.sock.settimeout(0.1)  # paces the bytes: each waits for an answer that long
+    while sent < len(head) and not got:
         try:
-            c.sock.send(bytes([byte]))
+            c.sock.send(head[sent:sent + 1])
         except (BrokenPipeError, ConnectionResetError):
             break
+        sent += 1
         try:
             got += c.sock.recv(4096)
-            if got:
-                break
         except socket.timeout:
             pass
-        if time.time() - t0 > 6:
+        except ConnectionResetError:
             break
-    c.sock.settimeout(5)
+    c.sock.settimeout(LIVENESS)
     try:
         while b"\r\n\r\n" not in got:
             chunk = c.sock.recv(4096)
@@ -363,10 +388,11 @@ def test_trickled_head_gets_408(faults, local):
             got += chunk
     except ConnectionResetError:
         pass
-    took = time.time() - t0
+    took = time.monotonic() - t0
     c.close()
     assert got.startswith(b"HTTP/1.1 408"), got[:80]
-    assert 0.9 < took < 3.0, took
+    assert sent < len(head), f"the 408 came after the whole head ({took:.1f}s): trickling extended the deadline"
+    assert took > 0.9, took   # never before header_timeout_ms (1 s from the first byte)
     assert_alive(env)
     assert_no_leak(env, base, f"trickle/{'local' if local else 'remote'}")
 
@@ -376,7 +402,7 @@ def test_pool_exhaustion_every_request_answered(faults):
     slot (pool_miss), the slow path opens overflow connections, and every
     request gets its 200; the overflow connections are closed afterwards."""
     env = faults
-    base = Snapshot(env)
+    base = baseline(env)
     n = 16
     with env.local():
         conns = [Conn(env.faults_port, timeout=15) for _ in range(n)]
@@ -415,6 +441,13 @@ def serve_everything(env):
         c.request("GET", "/k/flaky/reset")
         assert c.read_response().status == 502
         c.close()
+
+
+# serve_everything's requests to kernel routes (all but /u/flaky/ok), which
+# a data plane with full pools (baseline()) takes: the reset of the local
+# round retires one of flaky's two connections, the other is idle for the
+# remote round
+KERNEL_REQUESTS_SERVED = 2 * 5
 
 
 def bpf_fds(d):
@@ -464,10 +497,13 @@ def test_memlock_limit_real_on_this_kernel(faults):
     if kernel >= (5, 11):
         assert st["state"] == "running", st
         assert os.path.exists(f"{d.bpffs}/maps/l7_conns") and bpf_fds(d)
-    base = Snapshot(env)
+        base = baseline(env)
+    else:
+        base = Snapshot(env)
     serve_everything(env)
     if kernel >= (5, 11):
-        assert env.stats()["requests_kernel"] > 0
+        # the data plane serves as usual: every request to a kernel route
+        assert env.stats()["requests_kernel"] == KERNEL_REQUESTS_SERVED, env.stats()["counters"]
     assert_no_leak(env, base, "memlock-real")
 
 
@@ -527,7 +563,7 @@ def test_full_connection_table_falls_back_per_connection(faults):
     env = faults
     d = restart_daemon(env, "map-full", extra_env={"L7FAST_TEST_FAULT": "map-full=4"})
     assert_alive(env)
-    base = Snapshot(env)
+    base = baseline(env)
     n = 10
     with env.local():
         conns = [Conn(env.faults_port) for _ in range(n)]
@@ -547,6 +583,9 @@ def test_full_connection_table_falls_back_per_connection(faults):
     remote.close()
     assert peak == 8, peak
     st = env.stats()
+    # both, whatever the interleaving: the first two requests find the two
+    # idle pooled connections, and connections without an entry are the
+    # slow path's
     assert st["requests_kernel"] > 0 and st["requests_user"] > 0, st
     log = d.log()
     assert "data-plane map l7_conns: full; new client connections take the slow path" in log, log[-2000:]

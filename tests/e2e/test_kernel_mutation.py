@@ -83,6 +83,7 @@ def pair():
             s.port = free_port()
             s.env.start(policy(s.port, s.local_backend, s.tcp_backend),
                         daemon_settings="" if dataplane else "kernel_dataplane = false")
+            s.dataplane = dataplane
         yield sides
     finally:
         warnings = []
@@ -95,15 +96,20 @@ def pair():
     assert not warnings, "kernel warnings during the test:\n" + "\n".join(warnings)
 
 
+def warm(side, n=1):
+    """With the data plane: n idle pooled connections to each backend, so
+    that the kernel's decisions are the mutation's, never a pool_miss."""
+    if side.dataplane:
+        side.env.daemon.wait_idle(side.local_backend.address(), side.tcp_backend.address(), n=n)
+
+
 def exchange(side, writes, n_responses, pause=0.05, local=True):
     """Sends each element of `writes` with its own send() from a local
     client (or a remote one); returns what the backend received for each
-    response."""
-    if local:
-        with side.env.local():
-            c = Conn(side.port)
-    else:
-        c = Conn(side.port)
+    response. (Each send() is a message of its own for SK_MSG whatever the
+    pause; it spaces the segments of a remote client's writes.)"""
+    warm(side)
+    c = side.env.client(side.port, local)
     try:
         for i, w in enumerate(writes):
             if i:
@@ -177,6 +183,7 @@ def test_keepalive_requests_one_after_another(pair):
     reqs.append(make_request("PUT", "/k/seq/body", {"x-env": "c"}, b"B" * 3000))
     for side in (k, u):
         side.k0 = kernel_count(side, "kmut")
+        warm(side)
         with side.env.local():
             c = Conn(side.port)
         side.got = []
@@ -234,6 +241,7 @@ def test_many_mutated_requests_stay_in_sync(pair):
     k, u = pair["kernel"], pair["user"]
     for side in (k, u):
         side.k0 = kernel_count(side, "kmut")
+        warm(side)
         with side.env.local():
             c = Conn(side.port)
         side.got = []
@@ -299,13 +307,14 @@ def test_concurrent_clients(pair):
     results = {}
     for side in (k, u):
         # connected before the threads start: local() moves the whole
-        # process between cgroups
+        # process between cgroups; accepting them grows the pool
         with side.env.local():
             conns = [Conn(side.port) for _ in range(8)]
+        warm(side, n=len(conns))
         with ThreadPoolExecutor(8) as ex:
             results[side] = list(ex.map(client, conns, range(8)))
     assert results[k] == results[u]
-    # how many the kernel takes depends on idle pooled connections
-    # (pool_miss); none may be handed over for the mutation itself
-    assert kernel_count(k, "kmut") - k0 > 0
+    # an idle pooled connection per client: every request in the kernel,
+    # none handed over for the mutation itself
+    assert kernel_count(k, "kmut") - k0 == 8 * 25
     assert mutation_handovers(k) - h0 == 0

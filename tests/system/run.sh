@@ -149,6 +149,9 @@ K61=$(cat "$GUEST/kernel-6.1.txt")
 SHARE=$OUT/share
 mkdir -p "$SHARE"/{guest,debs,upgrade,policies,results}
 cp "$TOP"/tests/system/guest/* "$SHARE/guest/"
+# the pool inspection the e2e tests use too, with the ABI header it reads
+cp "$TOP"/scripts/pylib/l7fast_abi.py "$TOP"/scripts/pylib/l7fast_pools.py "$TOP"/bpf/include/l7fast_abi.h \
+	"$SHARE/guest/"
 [ -z "${L7F_SYS_GUEST_SCRIPT:-}" ] || cp "$L7F_SYS_GUEST_SCRIPT" "$SHARE/guest/systest.sh"
 cp "$TOP"/tests/system/policies/*.toml "$SHARE/policies/"
 cp "$DEB" "$DKMS_DEB" "$SHARE/debs/"

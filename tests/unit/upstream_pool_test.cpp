@@ -5,6 +5,8 @@
 
 #include <time.h>
 
+#include <chrono>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -53,6 +55,18 @@ struct UpstreamPoolTest : ::testing::Test {
         });
     }
 
+    // Runs the io_context until done() holds; false only after a deadline a
+    // real hang reaches. The waits are for loopback connects and accepts,
+    // which a busy machine delays, never prevents: a bound on handlers run
+    // or on 10 ms rounds would be a bound on time.
+    bool run_until(const std::function<bool()>& done)
+    {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        while (!done() && std::chrono::steady_clock::now() < deadline)
+            io.run_one_for(std::chrono::milliseconds(10));
+        return done();
+    }
+
     UpstreamPtr acquire()
     {
         std::optional<UpstreamPtr> out;
@@ -62,8 +76,7 @@ struct UpstreamPoolTest : ::testing::Test {
             EXPECT_FALSE(ec) << ec.message();
             out = c;
         }, asio::detached);
-        for (int i = 0; i < 1000 && !out; i++)
-            io.run_one_for(std::chrono::milliseconds(10));
+        run_until([&] { return out.has_value(); });
         return out.value_or(nullptr);
     }
 };
@@ -76,12 +89,12 @@ TEST_F(UpstreamPoolTest, KernelExchangeTimesOutOnlyWhenSeenStaleTwice)
     pool.set_kernel_pools({{0, {pool_id}}});
     pool.warm_all();
     uint32_t id = L7_NO_SLOT;
-    for (int i = 0; i < 200 && id == L7_NO_SLOT; i++) {
-        io.run_one_for(std::chrono::milliseconds(10));
+    run_until([&] {
         for (uint32_t s = 0; s < L7_MAX_SLOTS && id == L7_NO_SLOT; s++)
             if (pool.slot_state(s) == L7_SLOT_IDLE)
                 id = s;
-    }
+        return id != L7_NO_SLOT;
+    });
     ASSERT_NE(id, L7_NO_SLOT);
     EXPECT_EQ(pool.figures(pool_id).slots, 1u);
     uint64_t* st = pool.state_word(id);
@@ -123,8 +136,7 @@ TEST_F(UpstreamPoolTest, SlowPathUsesConnectionsOfItsOwn)
     // the kernel's slot of this pool is open and idle ...
     pool.set_kernel_pools({{0, {pool_id}}});
     pool.warm_all();
-    for (int i = 0; i < 200 && pool.figures(pool_id).idle < 1; i++)
-        io.run_one_for(std::chrono::milliseconds(10));
+    run_until([&] { return pool.figures(pool_id).idle >= 1; });
     ASSERT_EQ(pool.figures(pool_id).idle, 1u);
 
     // ... and the slow path never takes it: its connections are its own
@@ -146,12 +158,10 @@ TEST_F(UpstreamPoolTest, SlowPathUsesConnectionsOfItsOwn)
 
     // an idle one the upstream closes is dropped
     pool.release(again, true);
-    for (int i = 0; i < 100 && accepted.size() < 3; i++)
-        io.run_one_for(std::chrono::milliseconds(10));
+    run_until([&] { return accepted.size() >= 3; });
     ASSERT_EQ(accepted.size(), 3u);
     accepted[2].close();
-    for (int i = 0; i < 100 && pool.open_connections() != 2; i++)
-        io.run_one_for(std::chrono::milliseconds(10));
+    run_until([&] { return pool.open_connections() == 2; });
     EXPECT_EQ(pool.open_connections(), 2u);
 
     // one that is not reusable is closed, not kept
@@ -164,10 +174,7 @@ TEST_F(UpstreamPoolTest, AcceptedClientsAndMissesGrowTheKernelPool)
 {
     pool.set_limits(1, 64, std::chrono::milliseconds(1000));
     pool.set_kernel_pools({{7, {pool_id}}});
-    auto settle = [&](uint32_t want) {
-        for (int i = 0; i < 300 && pool.figures(pool_id).idle < want; i++)
-            io.run_one_for(std::chrono::milliseconds(10));
-    };
+    auto settle = [&](uint32_t want) { run_until([&] { return pool.figures(pool_id).idle >= want; }); };
     // pre-warming: 10 clients on listener 7 get 10 connections + pool_min_idle,
     // opened kMaxConnecting at a time (nothing has run yet: all connecting)
     pool.on_client_accepted(7, 10);

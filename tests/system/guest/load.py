@@ -3,8 +3,10 @@
 STOPFILE exists (or SECONDS pass), half over one keep-alive connection each,
 half with a new connection per request. Every request must get a 200 from a
 known backend; anything else (refused, reset, timeout, other status) is a
-failure. Prints one JSON summary line.
-    load.py HOST:PORT PATH THREADS SECONDS STOPFILE"""
+failure. Prints one JSON summary line. PROGRESSFILE, if given, holds the
+number of requests answered so far (rewritten every 20), for the test to
+wait for progress instead of waiting a while.
+    load.py HOST:PORT PATH THREADS SECONDS STOPFILE [PROGRESSFILE]"""
 import http.client
 import json
 import os
@@ -18,6 +20,7 @@ KNOWN = ("alpha", "beta", "gamma")
 def main():
     host, port = sys.argv[1].rsplit(":", 1)
     path, threads, seconds, stopfile = sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+    progress = sys.argv[6] if len(sys.argv) > 6 else None
     lock = threading.Lock()
     res = {"ok": 0, "failed": 0, "backends": {}, "errors": [], "reconnects": 0}
     deadline = time.monotonic() + seconds
@@ -27,6 +30,10 @@ def main():
             if ok:
                 res["ok"] += 1
                 res["backends"][what] = res["backends"].get(what, 0) + 1
+                if progress and res["ok"] % 20 == 0:
+                    with open(progress + ".new", "w") as f:
+                        f.write(f"{res['ok']}\n")
+                    os.replace(progress + ".new", progress)
             else:
                 res["failed"] += 1
                 if len(res["errors"]) < 10:

@@ -368,6 +368,11 @@ void Daemon::start()
             throw;
         } catch (const std::runtime_error& e) {
             degraded_reason_ = e.what();
+            // degraded: nothing pinned to guard, nothing of the data plane open
+            dp_.reset();
+            bpffs_lock_ = {};
+            std::error_code ec;
+            std::filesystem::remove(d.bpffs, ec);  // only when empty
         }
     }
     if (!degraded_reason_.empty())

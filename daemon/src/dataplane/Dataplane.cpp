@@ -677,11 +677,23 @@ ConnRef Dataplane::conn_create_remote(const l7_conn_key& k, uint32_t listener_id
     *sy = l7_conn_sync{};
     sy->gen = gen;
     remote_used_[ref.idx - L7_CONNS_LOCAL] = true;
-    if (bpf_map_update_elem(bpf_map__fd(skel_->maps.l7_conn_by_tuple), &k, &r, BPF_ANY) != 0 ||
-        bpf_map_update_elem(bpf_map__fd(skel_->maps.l7_ref_by_cookie), &*cookie, &r, BPF_ANY) != 0 ||
-        bpf_map_update_elem(bpf_map__fd(skel_->maps.l7_sk_remote), &ref.idx, &v, BPF_ANY) != 0) {
-        note_map_update_failure("l7_ref_by_cookie", errno, "new client connections take the slow path");
+    const char* failed = nullptr;
+    if (bpf_map_update_elem(bpf_map__fd(skel_->maps.l7_conn_by_tuple), &k, &r, BPF_ANY) != 0)
+        failed = "l7_conn_by_tuple";
+    else if (bpf_map_update_elem(bpf_map__fd(skel_->maps.l7_ref_by_cookie), &*cookie, &r, BPF_ANY) != 0)
+        failed = "l7_ref_by_cookie";
+    else if (bpf_map_update_elem(bpf_map__fd(skel_->maps.l7_sk_remote), &ref.idx, &v, BPF_ANY) != 0)
+        failed = "l7_sk_remote";
+    if (failed) {
+        int err = errno;
         conn_free(ref, k, fd);
+        // a sockmap takes only ESTABLISHED sockets: a client that already
+        // closed its side before l7fastd accepted it is served by the slow
+        // path, and nothing is wrong with the maps
+        if (err == EOPNOTSUPP && failed == std::string_view("l7_sk_remote"))
+            log::debug("connection fd ", fd, " is no longer ESTABLISHED (the client closed its side): slow path");
+        else
+            note_map_update_failure(failed, err, "new client connections take the slow path");
         return {};
     }
     return ref;

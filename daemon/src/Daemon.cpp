@@ -19,11 +19,13 @@
 #include "control/DbusService.hpp"
 #include "control/Metrics.hpp"
 #include "dataplane/TestFault.hpp"
+#include "policy/Describe.hpp"
 #include "policy/FileSafety.hpp"
 #include "policy/PolicyCompiler.hpp"
 #include "policy/PolicyLoader.hpp"
 #include "policy/Router.hpp"
 #include "proxy/Pipeline.hpp"
+#include "proxy/Prepare.hpp"
 #include "proxy/ProxyServer.hpp"
 
 namespace l7fast {
@@ -50,37 +52,6 @@ uint64_t random_seed()
     return (static_cast<uint64_t>(rd()) << 32) ^ rd();
 }
 
-std::string describe_match(const policy::RouteMatch& m)
-{
-    std::ostringstream os;
-    const char* sep = "";
-    if (!m.methods.empty()) {
-        os << "method=";
-        for (size_t i = 0; i < m.methods.size(); i++)
-            os << (i ? "|" : "") << m.methods[i];
-        sep = " ";
-    }
-    if (m.host) {
-        os << sep << "host=" << *m.host;
-        sep = " ";
-    }
-    if (m.path_kind == policy::PathMatch::Exact) {
-        os << sep << "path=" << m.path;
-        sep = " ";
-    } else if (m.path_kind == policy::PathMatch::Prefix) {
-        os << sep << "prefix=" << m.path;
-        sep = " ";
-    }
-    for (const auto& h : m.headers) {
-        os << sep << "header:" << h.name;
-        if (h.kind == policy::HeaderCondition::Kind::Exact)
-            os << "=" << h.value;
-        sep = " ";
-    }
-    std::string s = os.str();
-    return s.empty() ? "*" : s;
-}
-
 std::vector<control::RouteInfo> describe_routes(const policy::Policy& pol,
                                                 const policy::CompiledTables* t,
                                                 const std::string& no_kernel_reason)
@@ -94,7 +65,7 @@ std::vector<control::RouteInfo> describe_routes(const policy::Policy& pol,
             ri.listeners += (j ? "," : "") + r.listeners[j];
         if (ri.listeners.empty())
             ri.listeners = "*";
-        ri.match = describe_match(r.match);
+        ri.match = policy::describe_match(r.match);
         for (size_t j = 0; j < r.clusters.size(); j++) {
             ri.clusters += (j ? "," : "") + r.clusters[j].cluster;
             if (r.clusters.size() > 1)
@@ -149,33 +120,36 @@ std::string Daemon::load_policy(const std::string& config, const std::string& di
 std::unique_ptr<Daemon::Prepared> Daemon::prepare(policy::Policy pol, std::string* error)
 {
     auto p = std::make_unique<Prepared>();
-    auto rt = std::make_shared<proxy::PolicyRuntime>();
-    rt->router = std::make_shared<policy::Router>(std::move(pol));
-    rt->generation = generation_ + 1;
-    try {
-        for (const auto& l : rt->policy().listeners)
-            rt->listener_ids.push_back(server_->listener_id_for(l.address));
-    } catch (const std::exception& e) {
-        *error = e.what();
+    std::optional<policy::PolicyError> invalid;
+    auto rt = proxy::prepare_runtime(std::move(pol), rt_.get(), &invalid);
+    if (!rt) {
+        *error = invalid->str();
         return nullptr;
+    }
+    rt->generation = generation_ + 1;
+    for (const auto& l : rt->policy().listeners) {
+        try {
+            rt->listener_ids.push_back(server_->listener_id_for(l.address));
+        } catch (const std::exception& e) {
+            *error = policy::PolicyError{l.where.file, l.where.line, l.where.column,
+                                         "listener \"" + l.name + "\"", e.what()}.str();
+            return nullptr;
+        }
     }
     for (const auto& c : rt->policy().clusters) {
         std::vector<uint32_t> pools;
         for (const auto& e : c.endpoints) {
+            // prepare_runtime counted the policy's addresses; ids of the
+            // previous generation's are still taken until it ends
             auto id = server_->pool().pool_id_for(e.address);
             if (!id) {
-                *error = "more than 256 distinct upstream addresses: reduce the endpoints";
+                *error = "more than " + std::to_string(L7_MAX_POOLS) +
+                         " distinct upstream addresses with the running policy's: reduce the endpoints";
                 return nullptr;
             }
             pools.push_back(*id);
         }
         rt->endpoint_pool.push_back(std::move(pools));
-    }
-    // JWT verifiers (keys and JWKS files), hash tables, rate limiters: a
-    // key set that does not load fails the reload here, not the requests
-    if (std::string e = proxy::build_pipeline_state(*rt, rt_.get()); !e.empty()) {
-        *error = e;
-        return nullptr;
     }
     if (dp_) {
         auto pool_id = [this](const policy::SocketAddress& a) { return server_->pool().pool_id_for(a); };
@@ -238,6 +212,7 @@ void Daemon::apply(std::unique_ptr<Prepared> p)
     generation_ = p->rt->generation;
     rt_ = p->rt;
     placement_ = std::move(p->placement);
+    apply_log_level(rt_->policy().daemon.log_level);
     if (dp_)
         dp_->set_access_log_sample(rt_->policy().daemon.access_log_sample);
     if (dp_ && dataplane::test_faults().bench_raw && !rt_->kernel_pools.empty())
@@ -249,6 +224,19 @@ void Daemon::apply(std::unique_ptr<Prepared> p)
         if (metrics_)
             log::info("serving Prometheus metrics on http://", metrics_->address().str(), "/metrics");
     }
+}
+
+void Daemon::apply_log_level(const std::string& configured)
+{
+    log::Level want;
+    if (opts_.log_level)
+        want = *opts_.log_level;
+    else if (!log::parse_level(configured, &want))
+        return;  // the loader refuses such a policy
+    if (want == log::level())
+        return;
+    log::set_level(want);
+    log::notice("log level ", configured, " (daemon.log_level)");  // when it shows notices
 }
 
 std::string Daemon::stats_route_name(uint32_t stats_id) const
@@ -330,6 +318,8 @@ void Daemon::start()
     std::string err = load_policy(opts_.config, opts_.policy_dir, &pol);
     if (!err.empty())
         throw std::runtime_error("invalid policy, not starting:\n" + err);
+    // the policy's level from the first line on (apply() again on reloads)
+    apply_log_level(pol.daemon.log_level);
     log::info("l7fastd ", L7FAST_VERSION, ": policy from ",
               opts_.config.empty() ? kEmbeddedName : opts_.config, " (", pol.routes.size(),
               " routes, ", pol.clusters.size(), " clusters, ", pol.listeners.size(), " listeners)");
@@ -759,6 +749,12 @@ control::CheckOutcome Daemon::check_policy(const std::string& path)
     std::string err = load_policy(path, {}, &pol);
     if (!err.empty()) {
         out.errors = err;
+        return out;
+    }
+    // what a reload checks after the loader (proxy/Prepare.hpp)
+    std::optional<policy::PolicyError> invalid;
+    if (!proxy::prepare_runtime(pol, nullptr, &invalid)) {
+        out.errors = invalid->str() + "\n";
         return out;
     }
     // placement as this kernel would see it, without touching the pools

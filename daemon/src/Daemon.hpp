@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/Asio.hpp"
+#include "common/Log.hpp"
 #include "control/ControlApi.hpp"
 #include "dataplane/BpffsLock.hpp"
 #include "dataplane/Dataplane.hpp"
@@ -36,6 +37,9 @@ struct DaemonOptions {
     std::string policy_dir;   // drop-in fragments
     bool dbus = true;         // serve org.l7fast.Manager1
     bool trace = false;       // data-plane decision traces at debug level
+    // --log-level (or --trace: debug): wins over the policy's
+    // daemon.log_level, which applies otherwise, at start and on reload
+    std::optional<log::Level> log_level;
 };
 
 class Daemon : public control::ControlApi {
@@ -64,6 +68,7 @@ public:
 private:
     std::unique_ptr<Prepared> prepare(policy::Policy pol, std::string* error);
     void apply(std::unique_ptr<Prepared> p);
+    void apply_log_level(const std::string& configured);
     void watch_events();
     void arm_events();
     void schedule_tick();

@@ -14,6 +14,7 @@
 #include "control/CtlRender.hpp"
 #include "policy/FileSafety.hpp"
 #include "policy/PolicyLoader.hpp"
+#include "proxy/Prepare.hpp"
 
 using namespace l7fast;
 using namespace l7fast::control;
@@ -142,12 +143,15 @@ int cmd_check(const CtlOptions& o)
     namespace fs = std::filesystem;
     const fs::path file = o.file;
     const fs::path dropins = o.policy_dir ? fs::path(*o.policy_dir) : file.parent_path() / "policy.d";
-    const policy::PolicyLoadResult result = policy::PolicyLoader::load(file, dropins);
+    // the loader and the step every reload runs after it (proxy/Prepare.hpp)
+    std::vector<std::string> unchecked;
+    const policy::PolicyLoadResult result = proxy::check_policy_files(file, dropins, &unchecked);
 
     CheckReport report;
     report.file = o.file;
     report.result = &result;
     report.warnings = policy::policy_permission_problems(file, dropins);
+    report.warnings.insert(report.warnings.end(), unchecked.begin(), unchecked.end());
     if (result.ok())
         for (auto& w : policy::policy_content_problems(result.policy()))
             report.warnings.push_back(std::move(w));

@@ -73,6 +73,7 @@ int main(int argc, char** argv)
             break;
         case OPT_TRACE:
             opts.trace = true;
+            opts.log_level = log::Level::Debug;
             log::set_level(log::Level::Debug);
             break;
         case 'l': {
@@ -81,7 +82,9 @@ int main(int argc, char** argv)
                 std::fprintf(stderr, "l7fastd: unknown log level '%s'\n", optarg);
                 return 2;
             }
-            log::set_level(lv);
+            if (!opts.trace)
+                opts.log_level = lv;
+            log::set_level(*opts.log_level);
             break;
         }
         case 't':

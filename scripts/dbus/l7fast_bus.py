@@ -105,7 +105,9 @@ class Daemon:
     """The real l7fastd on a private bus, with its own cgroup, bpffs
     directory and policy file (workdir/policy.toml, policy.d next to it)."""
 
-    def __init__(self, bus, workdir, body, tag="dbus"):
+    def __init__(self, bus, workdir, body, tag="dbus", log_level="debug", daemon_settings=""):
+        """log_level: l7fastd's --log-level, None for none (the policy's
+        daemon.log_level applies); daemon_settings: more lines of [daemon]."""
         assert L7FASTD.exists(), f"{L7FASTD} not built (cmake -S . -B build && make -C build)"
         croot = cgroup2_root()
         assert croot, "no cgroup v2 hierarchy mounted"
@@ -121,13 +123,14 @@ class Daemon:
         self.bpffs = Path(f"/sys/fs/bpf/l7fast-test-{unique}")
         self.policy = self.workdir / "policy.toml"
         self.policy_dir = self.workdir / "policy.d"
-        self.header = f'[daemon]\ncgroup = "{self.cgroup}"\nbpffs = "{self.bpffs}"\n\n'
+        self.header = f'[daemon]\ncgroup = "{self.cgroup}"\nbpffs = "{self.bpffs}"\n{daemon_settings}\n\n'
         self.write_policy(body)
         os.chmod(self.policy, 0o644)
         self.log_path = self.workdir / "l7fastd.log"
         self.logf = open(self.log_path, "w")
-        cmd = [str(L7FASTD), "--config", str(self.policy), "--policy-dir", str(self.policy_dir),
-               "--log-level", "debug"]
+        cmd = [str(L7FASTD), "--config", str(self.policy), "--policy-dir", str(self.policy_dir)]
+        if log_level:
+            cmd += ["--log-level", log_level]
         if not HOST_HAS_ADMIN_GROUP:
             # l7fastd resolves the group "l7fast" by name, like the bus does
             group = self.workdir / "group"

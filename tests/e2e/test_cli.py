@@ -7,14 +7,17 @@ Run as root: /usr/bin/python3 -m pytest tests/e2e/test_cli.py
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from l7env import wait_until
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "dbus"))
-from l7fast_bus import (ADMIN_GID, L7FASTCTL, NOBODY, PrivateBus, Daemon, bus, ctl, ctl_json,  # noqa: E402,F401
+from l7fast_bus import (ADMIN_GID, L7FASTCTL, NOBODY, PrivateBus, Daemon, bus, ctl, ctl_json, free_port,  # noqa: E402,F401,E501
                         daemon, daemon_log_on_failure, policy_body, require_environment, run, workdir)
 
 STATUS_KEYS = {"version", "state", "degraded_reason", "generation", "policy_files", "features", "uptime_sec",
@@ -273,6 +276,92 @@ def test_check_as_a_user_reads_the_file_as_that_user(bus, daemon, workdir):
     assert res["placement"] is not None, res["placement_note"]
     # the daemon read it through a descriptor, but reports the caller's path
     assert all(r["where"].startswith(f"{readable}:") for r in res["placement"]), res["placement"]
+
+
+JWT_ROUTE = """
+[[route]]
+name = "private"
+cluster = "app"
+jwt = "idp"
+[route.match]
+path_prefix = "/private"
+"""
+
+
+def jwt_provider(jwks):
+    return f"""[[jwt_provider]]
+name = "idp"
+issuer = "https://idp.example.com"
+jwks_file = "{jwks}"
+algorithms = ["RS256"]
+
+"""
+
+
+def test_check_refuses_what_a_reload_refuses(bus, daemon, workdir):
+    """check runs the step a reload runs after the loader (proxy/Prepare):
+    it once printed OK for a JWKS file that does not exist and for a key
+    whose "n" is not base64url, which a reload refuses."""
+    bad_n = write(workdir / "bad-n.jwks", '{"keys":[{"kty":"RSA","kid":"x","n":"not*base64url","e":"AQAB"}]}')
+    for jwks, why in ((workdir / "absent.jwks", "No such file or directory"),
+                      (bad_n, 'key 0 (kid "x"): n is not base64url')):
+        f = write(workdir / "jwt.toml", jwt_provider(jwks) + daemon.header + policy_body(extra_routes=JWT_ROUTE))
+        out = ctl(bus, "check", f, "--policy-dir=")
+        assert out.returncode == 1, out.stdout
+        assert out.stdout == ""
+        assert out.stderr.startswith(f'{f}:1:1: jwt_provider "idp": JWKS {jwks}: '), out.stderr
+        assert why in out.stderr, out.stderr
+        # a reload of the same policy is refused with the same words
+        good = daemon.policy.read_text()
+        before = generation(bus)
+        try:
+            daemon.policy.write_text(f.read_text())
+            r = ctl(bus, "reload")
+            assert r.returncode == 1, r.stdout
+            assert f'{daemon.policy}:1:1: jwt_provider "idp": JWKS {jwks}: ' in r.stderr, r.stderr
+            assert why in r.stderr and generation(bus) == before, r.stderr
+        finally:
+            daemon.policy.write_text(good)
+        assert ctl(bus, "reload").returncode == 0
+
+
+def test_check_as_a_user_who_may_not_read_a_jwks_file_warns(bus, daemon, workdir):
+    jwks = write(workdir / "private.jwks", '{"keys":[]}', mode=0o600)
+    f = write(workdir / "jwt-user.toml", jwt_provider(jwks) + daemon.header + policy_body(extra_routes=JWT_ROUTE))
+    res = ctl_json(bus, "check", f, "--policy-dir=", uid=NOBODY)
+    assert res["ok"] is True, res
+    assert any("sudo l7fastctl check" in w and str(jwks) in w for w in res["warnings"]), res["warnings"]
+    # root reads it, and refuses an empty key set
+    out = ctl(bus, "check", f, "--policy-dir=")
+    assert out.returncode == 1 and "jwt_provider \"idp\"" in out.stderr, out.stderr
+
+
+def test_the_policys_log_level_applies_at_start_and_on_reload(workdir):
+    """daemon.log_level was once read and checked, then ignored. Without
+    --log-level it sets l7fastd's level from the first line on, and a reload
+    changes it."""
+    require_environment()
+    own_bus = PrivateBus(workdir / "loglevel-bus")
+    port = free_port()
+    d = None
+    try:
+        d = Daemon(own_bus, workdir / "loglevel", policy_body(port=port), tag="loglevel", log_level=None,
+                   daemon_settings='log_level = "warning"')
+        # not even the first info line ("l7fastd VERSION: policy from ...")
+        lines = d.log().splitlines()
+        assert all(line.startswith(("warning:", "error:")) for line in lines), lines
+        d.header = d.header.replace('log_level = "warning"', 'log_level = "debug"')
+        d.write_policy(policy_body(port=port))
+        out = ctl(own_bus, "reload")
+        assert out.returncode == 0, out.stderr
+        assert "notice: log level debug (daemon.log_level)" in d.log(), d.log()
+        # a connection that ends is a debug line now
+        socket.create_connection(("127.0.0.1", port), timeout=10).close()
+        assert wait_until(lambda: "session ends" in d.log()), d.log()
+    finally:
+        if d:
+            d.stop()
+        own_bus.stop()
 
 
 def test_check_relative_path(bus, daemon, workdir):

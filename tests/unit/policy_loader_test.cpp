@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "policy/PolicyLoader.hpp"
+#include "support/TempDir.hpp"
 
 using namespace l7fast::policy;
 namespace fs = std::filesystem;
@@ -54,36 +55,7 @@ SocketAddress addr(const std::string& text)
     return *a;
 }
 
-// A scratch directory removed at the end of the test.
-class TempDir {
-public:
-    TempDir()
-    {
-        std::string tmpl = (fs::temp_directory_path() / "l7fast-policy-XXXXXX").string();
-        if (!mkdtemp(tmpl.data()))
-            throw std::runtime_error("mkdtemp failed");
-        path_ = tmpl;
-    }
-    ~TempDir()
-    {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-
-    const fs::path& path() const { return path_; }
-    fs::path write(const std::string& name, const std::string& text) const
-    {
-        const fs::path p = path_ / name;
-        fs::create_directories(p.parent_path());
-        std::ofstream(p) << text;
-        return p;
-    }
-
-private:
-    fs::path path_;
-};
+using l7fast::test::TempDir;
 
 }  // namespace
 

@@ -86,8 +86,8 @@ std::shared_ptr<PolicyRuntime> runtime(policy::Policy p, const PolicyRuntime* pr
 {
     auto rt = std::make_shared<PolicyRuntime>();
     rt->router = std::make_shared<policy::Router>(std::move(p));
-    std::string e = build_pipeline_state(*rt, previous);
-    EXPECT_EQ(e, "");
+    auto e = build_pipeline_state(*rt, previous);
+    EXPECT_FALSE(e) << e->str();
     return rt;
 }
 
@@ -168,7 +168,7 @@ TEST(SlowPipeline, BadProviderFailsTheBuildWithItsLocation)
     p.jwt_providers[0].where = {"policy.toml", 12, 1};
     auto rt = std::make_shared<PolicyRuntime>();
     rt->router = std::make_shared<policy::Router>(std::move(p));
-    const std::string e = build_pipeline_state(*rt, nullptr);
+    const std::string e = build_pipeline_state(*rt, nullptr).value_or(policy::PolicyError{}).str();
     EXPECT_EQ(e.rfind("policy.toml:12:1: jwt_provider \"idp\": ", 0), 0u) << e;
 }
 
@@ -178,7 +178,7 @@ TEST(SlowPipeline, MissingJwksFileFailsTheBuild)
     p.jwt_providers[0].jwks_file = "/nonexistent/l7fast-test.jwks";
     auto rt = std::make_shared<PolicyRuntime>();
     rt->router = std::make_shared<policy::Router>(std::move(p));
-    const std::string e = build_pipeline_state(*rt, nullptr);
+    const std::string e = build_pipeline_state(*rt, nullptr).value_or(policy::PolicyError{}).str();
     EXPECT_NE(e.find("jwt_provider \"idp\""), std::string::npos) << e;
     EXPECT_NE(e.find("/nonexistent/l7fast-test.jwks"), std::string::npos) << e;
 }
@@ -191,7 +191,7 @@ TEST(SlowPipeline, BadHashClusterFailsTheBuild)
     p.clusters[0].where = {"policy.toml", 3, 1};
     auto rt = std::make_shared<PolicyRuntime>();
     rt->router = std::make_shared<policy::Router>(std::move(p));
-    const std::string e = build_pipeline_state(*rt, nullptr);
+    const std::string e = build_pipeline_state(*rt, nullptr).value_or(policy::PolicyError{}).str();
     EXPECT_EQ(e.rfind("policy.toml:3:1: cluster \"app\": ", 0), 0u) << e;
 }
 

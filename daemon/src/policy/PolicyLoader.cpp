@@ -33,7 +33,8 @@ std::string PolicyError::str() const
     std::string out = file;
     if (line != 0)
         out += ":" + std::to_string(line) + ":" + std::to_string(column);
-    out += ": ";
+    if (!out.empty())
+        out += ": ";
     if (!key.empty())
         out += key + ": ";
     return out + message;

@@ -19,10 +19,9 @@ bool same_limit(const policy::RateLimit& a, const policy::RateLimit& b)
     return a.rate == b.rate && a.burst == b.burst && a.key == b.key && a.max_keys == b.max_keys;
 }
 
-std::string located(const policy::SourceLocation& where, const std::string& what, const std::string& why)
+policy::PolicyError located(const policy::SourceLocation& where, std::string what, std::string why)
 {
-    std::string at = where.file.empty() ? std::string() : where.str() + ": ";
-    return at + what + ": " + why;
+    return policy::PolicyError{where.file, where.line, where.column, std::move(what), std::move(why)};
 }
 
 }  // namespace
@@ -47,7 +46,7 @@ void set_client_address(policy::RequestView& view, const l7_conn_key& key)
     }
 }
 
-std::string build_pipeline_state(PolicyRuntime& rt, const PolicyRuntime* previous)
+std::optional<policy::PolicyError> build_pipeline_state(PolicyRuntime& rt, const PolicyRuntime* previous)
 {
     const policy::Policy& pol = rt.policy();
 
@@ -115,7 +114,7 @@ std::string build_pipeline_state(PolicyRuntime& rt, const PolicyRuntime* previou
             return located(r.where, "route \"" + r.name + "\"", "neither a cluster nor a direct_response");
         rt.route_clusters.push_back(std::move(clusters));
     }
-    return {};
+    return std::nullopt;
 }
 
 RequestAuth::RequestAuth(const PolicyRuntime& rt, const policy::RequestView& view,

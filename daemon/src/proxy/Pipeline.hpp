@@ -17,6 +17,7 @@
 #include "dataplane/Abi.hpp"
 #include "lb/HashBalancer.hpp"
 #include "policy/Policy.hpp"
+#include "policy/PolicyLoader.hpp"
 #include "policy/RateLimiter.hpp"
 #include "policy/Responses.hpp"
 #include "policy/Router.hpp"
@@ -36,9 +37,9 @@ void set_client_address(policy::RequestView& view, const l7_conn_key& key);
 // every ring_hash/maglev cluster, and a rate limiter per route with a
 // rate_limit. A route whose name and rate_limit are unchanged from
 // `previous` keeps previous's limiter, buckets included: a reload does not
-// hand everyone a fresh budget. Returns "" or the first error, prefixed
-// with where the provider or cluster is written.
-std::string build_pipeline_state(PolicyRuntime& rt, const PolicyRuntime* previous);
+// hand everyone a fresh budget. Returns the first error, located where the
+// provider, cluster or route is written (proxy/Prepare.hpp runs this).
+std::optional<policy::PolicyError> build_pipeline_state(PolicyRuntime& rt, const PolicyRuntime* previous);
 
 // The JWT results of one request, verified at most once per provider and
 // only when a stage asks (a route's claim conditions while matching, then

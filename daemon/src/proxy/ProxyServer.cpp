@@ -15,6 +15,7 @@
 #include "auth/JwtCache.hpp"
 #include "common/Log.hpp"
 #include "dataplane/Dataplane.hpp"
+#include "policy/PolicyLoader.hpp"
 #include "policy/Router.hpp"
 #include "proxy/ClientSession.hpp"
 
@@ -162,8 +163,16 @@ void ProxyServer::apply(std::shared_ptr<const PolicyRuntime> rt)
             l->acceptor->bind(ep, ec);
         if (!ec)
             l->acceptor->listen(asio::socket_base::max_listen_connections, ec);
-        if (ec)
-            throw std::runtime_error("cannot listen on " + addr.str() + ": " + ec.message());
+        if (ec) {
+            const auto& pl = rt->policy().listeners[i];
+            throw std::runtime_error(
+                policy::PolicyError{pl.where.file, pl.where.line, pl.where.column, "listener \"" + pl.name + "\"",
+                                    "cannot listen on " + addr.str() + ": " + ec.message() +
+                                        (ec == asio::error::address_in_use
+                                             ? " (another process listens there: ss -ltnp shows which)"
+                                             : "")}
+                    .str());
+        }
         FdStore::get().add(l->acceptor->native_handle(), listener_store_name(addr));
         opened.push_back(std::move(l));
     }

@@ -254,6 +254,10 @@ fi
 [ ! -e "$ROOT$CLONE/build" ] || die "the clone has a build/ directory: it must not see the host's"
 
 # --- mounts -------------------------------------------------------------------------
+# The root itself is a mount point, as / is on a machine: `unshare --mount
+# --propagation private` (the D-Bus tests' private bus) changes the
+# propagation of /, which fails with EINVAL in a chroot whose / is not one.
+rootfs_bind "$ROOT" "$ROOT"
 rootfs_rbind /proc "$ROOT/proc"
 rootfs_rbind /sys "$ROOT/sys"
 rootfs_rbind /dev "$ROOT/dev"

@@ -57,6 +57,15 @@ enum l7_parse_error {
 	L7_PE_COUNT,
 };
 
+/* One name per enum l7_parse_error, in its order: the cause of a 400 in the
+ * access log (reason=bad_request:<name>) and in l7fast_requests_refused_total. */
+#define L7_PARSE_ERROR_NAMES "none", "bare_cr", "bare_lf", "control_byte", "too_many_lines", \
+	"too_large", "empty_line_first", "bad_method", "bad_target", "bad_version", \
+	"version_unsupported", "bad_status", "obs_fold", "bad_field_name", "no_colon", "long_ows", \
+	"no_host", "duplicate_host", "bad_host", "bad_content_length", "duplicate_content_length", \
+	"duplicate_transfer_encoding", "unknown_coding", "transfer_encoding_and_content_length", \
+	"transfer_encoding_http10", "bad_connection"
+
 enum l7_msg_flags {
 	L7_MF_CLOSE = 1u << 0,       /* connection closes after this exchange */
 	L7_MF_UPGRADE = 1u << 1,     /* Upgrade requested */

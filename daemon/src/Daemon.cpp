@@ -683,6 +683,8 @@ control::StatsSnapshot Daemon::stats()
             rs.jwt_missing = it->second.jwt_missing;
             rs.jwt_invalid = it->second.jwt_invalid;
             rs.rbac_denied = it->second.rbac_denied;
+            rs.rbac_denied_by_rule.assign(it->second.rbac_denied_by_rule.begin(),
+                                          it->second.rbac_denied_by_rule.end());
             rs.rate_limited = it->second.rate_limited;
             rs.direct_responses = it->second.direct_responses;
         }
@@ -696,6 +698,7 @@ control::StatsSnapshot Daemon::stats()
         out.routes.push_back(std::move(rs));
     }
     out.no_route = server_->user_requests_no_route();
+    out.refused.assign(server_->refused().begin(), server_->refused().end());
 
     // per endpoint address (pool id), in the order the clusters list them
     struct Where {

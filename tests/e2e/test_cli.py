@@ -24,11 +24,12 @@ STATUS_KEYS = {"version", "state", "degraded_reason", "generation", "policy_file
                "listeners", "routes", "routes_kernel", "connections", "upstream_connections",
                "last_reload_error", "warnings"}
 ROUTE_KEYS = {"name", "listeners", "match", "clusters", "placement", "reason", "where"}
-STATS_KEYS = {"generation", "requests_kernel", "requests_user", "no_route", "routes", "endpoints", "counters"}
+STATS_KEYS = {"generation", "requests_kernel", "requests_user", "no_route", "routes", "endpoints", "counters",
+              "refused"}
 ENDPOINT_STATS_KEYS = {"address", "clusters", "requests_kernel", "requests_user", "responses", "bytes_out",
                        "latency_buckets"}
 ROUTE_STATS_KEYS = {"name", "placement", "requests_kernel", "requests_user", "responses", "bytes_in",
-                    "bytes_out", "latency_buckets", "rejected", "direct_responses"}
+                    "bytes_out", "latency_buckets", "rejected", "rbac_denied_by_rule", "direct_responses"}
 NOT_RUNNING = ("l7fastd is not running (no org.l7fast.Manager1 on the system bus): "
                "start it with systemctl start l7fast")
 

@@ -324,3 +324,40 @@ def test_access_log_sample_0_logs_nothing(env, web):
     assert wait_until(lambda: sum(marker in l for l in access_lines(env, mark)) == 2), access_lines(env, mark)
     lines = access_lines(env, mark)
     assert len(lines) == 2 and any("path=kernel" in l for l in lines), "\n".join(lines)
+
+
+@pytest.mark.parametrize("local", [True, False], ids=["local", "remote"])
+def test_requests_l7fast_refuses_itself_are_logged_and_counted(env, web, local):
+    """A 400 l7fast sends itself (an encoded slash in the path, two
+    Content-Length fields: what smuggling attempts look like) once left no
+    access-log line and no Prometheus series. Each is counted by reason in
+    l7fast_requests_refused_total and GetStats "refused", and logged with
+    sample 1, reason included. A local client's request is refused the
+    same way: the kernel hands what it cannot parse to the slow path."""
+    set_sample(env, 1)
+    cases = [
+        (b"GET /kern/a%2Fb HTTP/1.1\r\nHost: x\r\n\r\n", "bad_request:encoded_slash",
+         'method=GET target="/kern/a%2Fb"'),
+        (b"POST /kern/x HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
+         "bad_request:duplicate_content_length", "method=- target=-"),
+    ]
+    before = scrape(env.metrics_port)
+    stats0 = dict(env.stats().get("refused", {}))
+    mark = len(env.daemon.log().splitlines())
+    for raw, reason, request in cases:
+        c = env.client(web, local)
+        marker = f"client=127.0.0.1:{c.sock.getsockname()[1]} "
+        c.send(raw)
+        assert c.read_response().status == 400
+        assert c.closed_by_peer()
+        c.close()
+        lines = [l for l in access_lines(env, mark) if marker in l]
+        assert len(lines) == 1, access_lines(env, mark)
+        assert re.search(rf"{request} route=- status=400 in=- out=\d+ latency_us=\d+ path=user "
+                         rf"reason={re.escape(reason)}$", lines[0]), lines[0]
+    after = scrape(env.metrics_port)
+    stats1 = env.stats()["refused"]
+    for _, reason, _ in cases:
+        was = before.get(("l7fast_requests_refused_total", frozenset({("reason", reason)})), 0)
+        assert get(after, "l7fast_requests_refused_total", reason=reason) - was == 1, reason
+        assert stats1[reason] - stats0.get(reason, 0) == 1, stats1

@@ -346,7 +346,7 @@ default = "allow"
 rules = [
   {{ action = "allow", method = ["GET"] }},
   {{ action = "deny", path_prefix = "/rbac/deny/admin" }},
-  {{ action = "deny", source = "127.0.0.0/8", headers = [ {{ name = "x-block", present = true }} ] }},
+  {{ name = "blocked", action = "deny", source = "127.0.0.0/8", headers = [ {{ name = "x-block", present = true }} ] }},
 ]
 
 [[route]]
@@ -965,13 +965,19 @@ def test_response_order_when_the_client_reads_late(w, local, first):
 
 
 def test_rbac_deny_overrides(w):
-    before = w.env.stats()["routes"]["rbac-deny"]["rejected"]["rbac_denied"]
+    st0 = w.env.stats()["routes"]["rbac-deny"]
     r = req(w, "GET", "/rbac/deny/admin")       # allow and deny both hold: deny wins
     assert r.status == 403 and r.body == b"forbidden\n"
     assert req(w, "GET", "/rbac/deny/x").status == 200
     assert req(w, "DELETE", "/rbac/deny/x").status == 200   # no rule: default allow
     assert req(w, "GET", "/rbac/deny/x", headers={"X-Block": "1"}).status == 403  # source + header
-    assert w.env.stats()["routes"]["rbac-deny"]["rejected"]["rbac_denied"] - before == 2
+    st1 = w.env.stats()["routes"]["rbac-deny"]
+    assert st1["rejected"]["rbac_denied"] - st0["rejected"]["rbac_denied"] == 2
+    # the deciding rules by name (a rule without one is "rule<N>"), in the
+    # stats and in the debug log
+    by_rule = {k: v - st0["rbac_denied_by_rule"].get(k, 0) for k, v in st1["rbac_denied_by_rule"].items()}
+    assert {k: v for k, v in by_rule.items() if v} == {"rule1": 1, "blocked": 1}, by_rule
+    assert "route rbac-deny: rbac_denied:blocked" in w.env.daemon.log()
 
 
 def test_rbac_on_claims_runs_after_jwt(w):

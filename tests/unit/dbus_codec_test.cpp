@@ -195,8 +195,27 @@ TEST_F(BusMessage, StatsJsonNestsRoutesAndCounters)
               R"("responses":{"1xx":11,"2xx":12,"3xx":13,"4xx":14,"5xx":15,"other":10},)"
               R"("bytes_in":1048576,"bytes_out":12884901888,"latency_buckets":[0,1,2,3],)"
               R"("rejected":{"jwt_missing":0,"jwt_invalid":0,"rbac_denied":0,"rate_limited":0},)"
-              R"("direct_responses":0}],"endpoints":[],)"
-              R"("counters":{"requests_kernel":1000,"to_slow_path_no_route":4}})");
+              R"("rbac_denied_by_rule":{},"direct_responses":0}],"endpoints":[],)"
+              R"("counters":{"requests_kernel":1000,"to_slow_path_no_route":4},"refused":{}})");
+}
+
+TEST_F(BusMessage, StatsRefusalsAndRbacRulesRoundTrip)
+{
+    StatsSnapshot in;
+    in.refused = {{"bad_request:bare_lf", 3}, {"request_timeout", 1}};
+    RouteStats r;
+    r.name = "admin";
+    r.rbac_denied = 2;
+    r.rbac_denied_by_rule = {{"default", 1}, {"office-only", 1}};
+    in.routes.push_back(r);
+    ASSERT_GE(codec::append_stats(m_, in), 0);
+    seal();
+    StatsSnapshot out;
+    ASSERT_GE(codec::read_stats(m_, &out), 0);
+    EXPECT_EQ(out.refused, in.refused);
+    ASSERT_EQ(out.routes.size(), 1u);
+    EXPECT_EQ(out.routes[0].rbac_denied, 2u);
+    EXPECT_EQ(out.routes[0].rbac_denied_by_rule, r.rbac_denied_by_rule);
 }
 
 TEST_F(BusMessage, StatsEndpointsRoundTripAndJson)
@@ -232,7 +251,7 @@ TEST_F(BusMessage, StatsEndpointsRoundTripAndJson)
               R"({"generation":1,"requests_kernel":0,"requests_user":0,"no_route":0,"routes":[],"endpoints":[)"
               R"({"address":"127.0.0.1:9001","clusters":"app,canary","requests_kernel":7,"requests_user":2,)"
               R"("responses":{"1xx":0,"2xx":8,"3xx":0,"4xx":0,"5xx":1,"other":0},"bytes_out":900,)"
-              R"("latency_buckets":[1,0,8]}],"counters":{}})");
+              R"("latency_buckets":[1,0,8]}],"counters":{},"refused":{}})");
 }
 
 TEST_F(BusMessage, RoutesRoundTripInOrder)

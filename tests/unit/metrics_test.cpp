@@ -30,12 +30,14 @@ control::StatsSnapshot sample_snapshot()
     r.latency[3] = 4;
     r.latency[15] = 2;
     r.rbac_denied = 1;
+    r.rbac_denied_by_rule = {{"admins-only", 1}};
     r.direct_responses = 1;
     s.routes.push_back(r);
     s.counters = {{"requests_kernel", 5}, {"to_slow_path_route_user", 2}};
     s.requests_kernel = 5;
     s.requests_user = 2;
     s.no_route = 4;
+    s.refused = {{"bad_request:encoded_slash", 2}, {"request_timeout", 1}};
     return s;
 }
 
@@ -95,12 +97,19 @@ l7fast_route_rejections_total{route="api",reason="jwt_missing"} 0
 l7fast_route_rejections_total{route="api",reason="jwt_invalid"} 0
 l7fast_route_rejections_total{route="api",reason="rbac_denied"} 1
 l7fast_route_rejections_total{route="api",reason="rate_limited"} 0
+# HELP l7fast_route_rbac_denials_total Requests the route's RBAC rules denied, by the deciding rule ("default": no rule held).
+# TYPE l7fast_route_rbac_denials_total counter
+l7fast_route_rbac_denials_total{route="api",rule="admins-only"} 1
 # HELP l7fast_route_direct_responses_total Requests answered with the route's direct response.
 # TYPE l7fast_route_direct_responses_total counter
 l7fast_route_direct_responses_total{route="api"} 1
 # HELP l7fast_requests_no_route_total Requests that matched no route (answered 404 by the slow path).
 # TYPE l7fast_requests_no_route_total counter
 l7fast_requests_no_route_total 4
+# HELP l7fast_requests_refused_total Requests l7fast refused itself (400 malformed, 408, 417, 501), by reason (bad_request:<cause>, ...).
+# TYPE l7fast_requests_refused_total counter
+l7fast_requests_refused_total{reason="bad_request:encoded_slash"} 2
+l7fast_requests_refused_total{reason="request_timeout"} 1
 # HELP l7fast_dataplane_events_total Kernel data-plane counters (l7fastctl stats, DATA PLANE).
 # TYPE l7fast_dataplane_events_total counter
 l7fast_dataplane_events_total{event="requests_kernel"} 5
@@ -231,6 +240,12 @@ TEST(AccessLog, LineFormat)
     k.kernel = true;
     EXPECT_EQ(proxy::AccessLog::format(k),
               "access client=[::1]:80 method=- target=- route=api status=404 in=- out=5 latency_us=0 path=kernel");
+    // why l7fast answered, when it knows
+    e.status = 403;
+    e.reason = "rbac_denied:admins-only";
+    EXPECT_EQ(proxy::AccessLog::format(e),
+              "access client=127.0.0.1:4242 method=GET target=\"/a?q=\\\"x\\\"\\\\\" route=api status=403 in=77 "
+              "out=120 latency_us=85 path=user reason=rbac_denied:admins-only");
 }
 
 TEST(AccessLog, TargetIsBoundedAndEscaped)

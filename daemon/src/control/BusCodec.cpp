@@ -392,6 +392,7 @@ int read_route_stats(sd_bus_message* m, RouteStats* rs)
                     }
                     return rr;
                 })
+            .on("rbac_denied_by_rule", "a{st}", [&] { return read_pairs<uint64_t, 't'>(m, &rs->rbac_denied_by_rule); })
             .u64("direct_responses", &rs->direct_responses);
         return f.r;
     });
@@ -548,6 +549,8 @@ int append_stats(sd_bus_message* m, const StatsSnapshot& s)
                            .entry("bytes_out", rs.bytes_out)
                            .entry("latency_buckets", "at", [&](Appender& y) { y.u64_array(rs.latency); })
                            .entry("rejected", "a{st}", [&](Appender& y) { y.counter_map(rejections(rs)); })
+                           .entry("rbac_denied_by_rule", "a{st}",
+                                  [&](Appender& y) { y.counter_map(rs.rbac_denied_by_rule); })
                            .entry("direct_responses", rs.direct_responses)
                            .close();
                    }
@@ -570,6 +573,7 @@ int append_stats(sd_bus_message* m, const StatsSnapshot& s)
                    x.close();
                })
         .entry("counters", "a{st}", [&](Appender& x) { x.counter_map(s.counters); })
+        .entry("refused", "a{st}", [&](Appender& x) { x.counter_map(s.refused); })
         .close();
     return a.result();
 }
@@ -598,6 +602,7 @@ int read_stats(sd_bus_message* m, StatsSnapshot* s)
             .u64("requests_user", &s->requests_user)
             .u64("no_route", &s->no_route)
             .on("counters", "a{st}", [&] { return read_pairs<uint64_t, 't'>(m, &s->counters); })
+            .on("refused", "a{st}", [&] { return read_pairs<uint64_t, 't'>(m, &s->refused); })
             .on("routes", "aa{sv}", [&] {
                 int r = sd_bus_message_enter_container(m, 'a', "a{sv}");
                 if (r <= 0)

@@ -55,6 +55,8 @@ struct RouteStats {
     // and direct responses (their statuses are in `status` too)
     uint64_t jwt_missing = 0, jwt_invalid = 0, rbac_denied = 0, rate_limited = 0;
     uint64_t direct_responses = 0;
+    // rbac_denied by the deciding rule's name ("default": no rule held)
+    std::vector<std::pair<std::string, uint64_t>> rbac_denied_by_rule;
 };
 
 // One upstream address of the policy's clusters: the exchanges forwarded to
@@ -76,6 +78,9 @@ struct StatsSnapshot {
     std::vector<EndpointStats> endpoints;
     std::vector<std::pair<std::string, uint64_t>> counters;  // data-plane counters by name
     uint64_t requests_kernel = 0, requests_user = 0, no_route = 0;
+    // requests l7fast refused itself (400 malformed, 408, 417, 501), by
+    // reason ("bad_request:duplicate_content_length", ...; ClientSession::refuse)
+    std::vector<std::pair<std::string, uint64_t>> refused;
 };
 
 struct CheckOutcome {

@@ -191,6 +191,15 @@ std::string render_stats(const StatsSnapshot& s)
            format_bytes(bin), format_bytes(bout)});
     out += "Generation " + num(s.generation) + "\n\n" + t.str();
     out += "\nRequests that matched no route (slow path): " + num(s.no_route) + "\n";
+    if (!s.refused.empty()) {
+        uint64_t all = 0;
+        std::string each;
+        for (const auto& [reason, v] : s.refused) {
+            all += v;
+            each += (each.empty() ? "" : ", ") + reason + " " + num(v);
+        }
+        out += "Requests l7fast refused itself (slow path): " + num(all) + " (" + each + ")\n";
+    }
 
     if (!s.endpoints.empty()) {
         TextTable e({"ENDPOINT", "CLUSTERS", "REQ KERNEL", "REQ USER", "2XX", "3XX", "4XX", "5XX", "BYTES OUT"},

@@ -186,6 +186,11 @@ std::string render_prometheus(const StatsSnapshot& s, const std::string& version
         e.sample("l7fast_route_rejections_total", {{"route", r.name}, {"reason", "rbac_denied"}}, r.rbac_denied);
         e.sample("l7fast_route_rejections_total", {{"route", r.name}, {"reason", "rate_limited"}}, r.rate_limited);
     }
+    e.family("l7fast_route_rbac_denials_total", "counter",
+             "Requests the route's RBAC rules denied, by the deciding rule (\"default\": no rule held).");
+    for (const auto& r : s.routes)
+        for (const auto& [rule, v] : r.rbac_denied_by_rule)
+            e.sample("l7fast_route_rbac_denials_total", {{"route", r.name}, {"rule", rule}}, v);
     e.family("l7fast_route_direct_responses_total", "counter",
              "Requests answered with the route's direct response.");
     for (const auto& r : s.routes)
@@ -226,6 +231,10 @@ std::string render_prometheus(const StatsSnapshot& s, const std::string& version
     e.family("l7fast_requests_no_route_total", "counter",
              "Requests that matched no route (answered 404 by the slow path).");
     e.sample("l7fast_requests_no_route_total", {}, s.no_route);
+    e.family("l7fast_requests_refused_total", "counter",
+             "Requests l7fast refused itself (400 malformed, 408, 417, 501), by reason (bad_request:<cause>, ...).");
+    for (const auto& [reason, v] : s.refused)
+        e.sample("l7fast_requests_refused_total", {{"reason", reason}}, v);
 
     const std::string_view slow = "to_slow_path_";
     bool any_plane = false, any_slow = false;

@@ -43,6 +43,7 @@ NormalizedTarget normalize_target(std::string_view target)
         const char c = path[i];
         if (c == '\\') {
             out.error = "backslash in the request path";
+            out.cause = "backslash";
             return out;
         }
         if (c != '%') {
@@ -51,16 +52,19 @@ NormalizedTarget normalize_target(std::string_view target)
         }
         if (i + 2 >= path.size()) {
             out.error = "truncated percent-escape in the request path";
+            out.cause = "truncated_escape";
             return out;
         }
         const int a = hex_value(path[i + 1]), b = hex_value(path[i + 2]);
         if (a < 0 || b < 0) {
             out.error = "malformed percent-escape in the request path";
+            out.cause = "malformed_escape";
             return out;
         }
         const auto v = static_cast<unsigned char>(a * 16 + b);
         if (v == '/' || v == '\\') {
             out.error = "encoded slash or backslash in the request path";
+            out.cause = "encoded_slash";
             return out;
         }
         if (unreserved(v)) {

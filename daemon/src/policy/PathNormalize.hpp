@@ -17,6 +17,7 @@ namespace l7fast::policy {
 struct NormalizedTarget {
     std::string target;   // normalised path, then the query exactly as received
     std::string error;    // non-empty: reject with 400 and this text
+    const char* cause = "";  // with error: its short name (bad_request:<cause>)
 };
 
 // Normalises the path of an origin-form request-target (the query, from the

@@ -43,6 +43,8 @@ std::string AccessLog::format(const AccessEntry& e)
     s += " out=" + std::to_string(e.bytes_out);
     s += " latency_us=" + std::to_string(e.latency_ns / 1000);
     s += e.kernel ? " path=kernel" : " path=user";
+    if (!e.reason.empty())
+        s += " reason=" + escape_target(e.reason);
     return s;
 }
 

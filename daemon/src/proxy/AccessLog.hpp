@@ -24,6 +24,7 @@ struct AccessEntry {
     uint64_t bytes_out = 0;
     uint64_t latency_ns = 0;
     bool kernel = false;
+    std::string_view reason;  // why l7fast answered as it did; empty: not known
 };
 
 class AccessLog {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <iterator>
 #include <optional>
 #include <random>
 
@@ -35,6 +36,13 @@ constexpr auto kKernelQueueWait = std::chrono::milliseconds(500);
 // answer (401, 403, 429, a direct response); larger ones close it.
 constexpr uint64_t kDrainLimit = 65536;
 
+const char* parse_error_name(unsigned error)
+{
+    static const char* const names[] = {L7_PARSE_ERROR_NAMES};
+    static_assert(std::size(names) == L7_PE_COUNT, "L7_PARSE_ERROR_NAMES: one per enum l7_parse_error");
+    return error < std::size(names) ? names[error] : "unknown";
+}
+
 uint32_t random_u32()
 {
     thread_local std::mt19937 rng{std::random_device{}()};
@@ -47,25 +55,46 @@ uint64_t random_u64()
     return rng();
 }
 
-const char* verdict_name(const Verdict& v)
+// The deciding RBAC rule's name, "default" when no rule held.
+std::string rbac_rule_name(const policy::Route& route, const Verdict& v)
 {
-    switch (v.kind) {
-    case Verdict::Kind::JwtMissing: return "jwt_missing";
-    case Verdict::Kind::JwtInvalid: return "jwt_invalid";
-    case Verdict::Kind::RbacDenied: return "rbac_denied";
-    case Verdict::Kind::RateLimited: return "rate_limited";
-    case Verdict::Kind::Direct: return "direct_response";
-    case Verdict::Kind::Forward: break;
-    }
-    return "forward";
+    if (route.rbac && v.rbac_rule >= 0 && static_cast<size_t>(v.rbac_rule) < route.rbac->rules.size())
+        return route.rbac->rules[static_cast<size_t>(v.rbac_rule)].name;
+    return "default";
 }
 
-void count_verdict(UserRouteExtras& e, const Verdict& v)
+// Why the policy answered a request itself, for the access log and the
+// debug log: jwt_missing, jwt_<auth reason> (jwt_expired, ...),
+// rbac_denied:<rule name> (":default" when no rule held), rate_limited,
+// direct_response; "" for a request it forwards.
+std::string verdict_reason(const policy::Route& route, const Verdict& v)
+{
+    switch (v.kind) {
+    case Verdict::Kind::JwtMissing:
+        return "jwt_missing";
+    case Verdict::Kind::JwtInvalid:
+        return "jwt_" + std::string(auth::reason_name(v.jwt_reason));
+    case Verdict::Kind::RbacDenied:
+        return "rbac_denied:" + rbac_rule_name(route, v);
+    case Verdict::Kind::RateLimited:
+        return "rate_limited";
+    case Verdict::Kind::Direct:
+        return "direct_response";
+    case Verdict::Kind::Forward:
+        break;
+    }
+    return {};
+}
+
+void count_verdict(UserRouteExtras& e, const policy::Route& route, const Verdict& v)
 {
     switch (v.kind) {
     case Verdict::Kind::JwtMissing: e.jwt_missing++; break;
     case Verdict::Kind::JwtInvalid: e.jwt_invalid++; break;
-    case Verdict::Kind::RbacDenied: e.rbac_denied++; break;
+    case Verdict::Kind::RbacDenied:
+        e.rbac_denied++;
+        e.rbac_denied_by_rule[rbac_rule_name(route, v)]++;
+        break;
     case Verdict::Kind::RateLimited: e.rate_limited++; break;
     case Verdict::Kind::Direct: e.direct_responses++; break;
     case Verdict::Kind::Forward: break;
@@ -335,6 +364,29 @@ awaitable<uint64_t> ClientSession::respond(int status, std::string_view text, bo
     co_return n;
 }
 
+awaitable<void> ClientSession::refuse(int status, std::string_view text, std::string reason, std::string_view method,
+                                      std::string_view target)
+{
+    server_.count_refused(reason);
+    const uint64_t t0 = monotonic_ns();
+    std::optional<AccessEntry> e;
+    std::string m(method), t(target);  // the head's bytes may not outlive the answer
+    if (server_.access_log().sampled()) {
+        e.emplace();
+        e->client = client_address(key_);
+        e->method = m;
+        e->target = t;
+        e->status = status;
+        e->reason = reason;
+    }
+    uint64_t n = co_await respond(status, text, true);
+    if (e) {
+        e->bytes_out = n;
+        e->latency_ns = monotonic_ns() - t0;
+        server_.access_log().write(*e);
+    }
+}
+
 awaitable<uint64_t> ClientSession::respond_local(const policy::LocalResponse& r)
 {
     std::string_view bytes(r.bytes);
@@ -587,7 +639,7 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
         if (st == -1) {
             why = "timed out waiting for a request";
             if (m.status == 408)
-                co_await respond(408, "request head not received in time\n", true);
+                co_await refuse(408, "request head not received in time\n", "request_timeout");
             break;
         }
         if (st == -3) {
@@ -603,7 +655,8 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
             break;
         }
         if (st == L7_P_ERROR) {
-            co_await respond(m.status ? m.status : 400, "malformed request\n", true);
+            co_await refuse(m.status ? m.status : 400, "malformed request\n",
+                            std::string("bad_request:") + parse_error_name(m.error));
             why = "malformed request";
             break;
         }
@@ -613,12 +666,15 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
         bool close = (m.flags & L7_MF_CLOSE) != 0;
         head_request_ = m.method == L7_M_HEAD;
 
+        const std::string_view request_method = std::string_view(head.data(), head.size()).substr(
+            0, std::string_view(head.data(), head.size()).find(' '));
+        const std::string_view request_target(head.data() + m.target_off, m.target_len);
         if (m.flags & L7_MF_EXPECT_OTHER) {
-            co_await respond(417, "unsupported expectation\n", true);
+            co_await refuse(417, "unsupported expectation\n", "unsupported:expect", request_method, request_target);
             break;
         }
         if (m.method == L7_M_CONNECT) {
-            co_await respond(501, "CONNECT is not supported\n", true);
+            co_await refuse(501, "CONNECT is not supported\n", "unsupported:connect", request_method, request_target);
             break;
         }
 
@@ -630,8 +686,8 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
             fields.push_back({std::string_view(head.data() + m.hdr[i].name_off, m.hdr[i].name_len),
                               std::string_view(head.data() + m.hdr[i].val_off, m.hdr[i].val_len)});
         policy::RequestView view;
-        view.method = std::string_view(head.data(), std::min<size_t>(head.size(), std::string_view(head.data(), head.size()).find(' ')));
-        view.target = std::string_view(head.data() + m.target_off, m.target_len);
+        view.method = request_method;
+        view.target = request_target;
         // A path not in normal form is matched and forwarded normalised
         // (the kernel never takes it: L7_MF_PATH_NOT_NORMAL).
         std::string normal_head;
@@ -640,7 +696,8 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
             normal = policy::normalize_target(view.target);
             if (!normal.error.empty()) {
                 log::debug(dataplane::to_string(key_), ": ", normal.error, ": 400");
-                co_await respond(400, normal.error + "\n", true);
+                co_await refuse(400, normal.error + "\n", std::string("bad_request:") + normal.cause,
+                                request_method, request_target);
                 break;
             }
             normal_head.reserve(head.size() + normal.target.size());
@@ -676,6 +733,7 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
                 entry->method = method;
                 entry->target = target;
                 entry->status = 404;
+                entry->reason = "no_route";
                 entry->bytes_in = m.hdr_len + (m.body_kind == L7_BODY_LENGTH ? m.content_length : 0);
             }
             // the body, if any, is not read: close rather than resynchronise
@@ -713,6 +771,7 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
         if (server_.access_log().sampled())
             logged.emplace(std::string(view.method), std::string(head.data() + m.target_off, m.target_len));
         const policy::SocketAddress* endpoint = nullptr;  // once an upstream connection is taken
+        std::string reason;  // why l7fast answered as it did, when it knows (verdict_reason)
         auto complete = [&](int code, uint64_t n) {
             const uint64_t ns = since();
             rc.add_response(code, n, ns);
@@ -731,6 +790,7 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
                 e.bytes_in = req_bytes;
                 e.bytes_out = n;
                 e.latency_ns = ns;
+                e.reason = reason;
                 server_.access_log().write(e);
             }
         };
@@ -741,12 +801,10 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
         if (verdict.claims && ri < rt->route_jwt.size() && rt->route_jwt[ri])
             server_.cache_verified_token(*rt, *rt->route_jwt[ri], auth.result(*rt->route_jwt[ri]));
         if (verdict.kind != Verdict::Kind::Forward) {
-            count_verdict(server_.user_extras_for(route.name), verdict);
+            count_verdict(server_.user_extras_for(route.name), route, verdict);
+            reason = verdict_reason(route, verdict);
             if (verdict.kind != Verdict::Kind::Direct)
-                log::debug(dataplane::to_string(key_), ": route ", route.name, ": ", verdict_name(verdict),
-                           verdict.kind == Verdict::Kind::JwtMissing || verdict.kind == Verdict::Kind::JwtInvalid
-                               ? std::string(" (") + std::string(auth::reason_name(verdict.jwt_reason)) + ")"
-                               : std::string());
+                log::debug(dataplane::to_string(key_), ": route ", route.name, ": ", reason);
             const int status = local_status(route, verdict);
             consume(m.hdr_len);
             bool drained = co_await discard_request_body(m);

@@ -100,6 +100,13 @@ private:
     // one slow-path answer); returns the bytes written. A HEAD request gets
     // the head only.
     awaitable<uint64_t> respond(int status, std::string_view text, bool close);
+    // l7fast's own answer to a request it will not handle (malformed, an
+    // expectation or method it does not support, a head that never came):
+    // counted by reason (l7fast_requests_refused_total), sampled into the
+    // access log with that reason, and the connection closes. `method` and
+    // `target` are what is known of the request ("" when not).
+    awaitable<void> refuse(int status, std::string_view text, std::string reason, std::string_view method = {},
+                           std::string_view target = {});
     awaitable<uint64_t> respond_local(const policy::LocalResponse& r);
     // Reads and drops the body of a request l7fast answers itself, when it
     // is small and already on its way; false: the connection must close

@@ -106,6 +106,7 @@ struct UserRouteExtras {
     uint64_t rbac_denied = 0;
     uint64_t rate_limited = 0;
     uint64_t direct_responses = 0;
+    std::map<std::string, uint64_t> rbac_denied_by_rule;  // rule name ("default": none held)
 };
 
 // Send buffer for sockets the data plane redirects into (see .cpp).
@@ -196,6 +197,9 @@ public:
     // Round-robin cursor of a cluster in the slow path.
     uint64_t next_rr(const std::string& cluster) { return rr_[cluster]++; }
     void count_no_route() { no_route_++; }
+    // A request l7fast refused itself (ClientSession::refuse), by reason.
+    void count_refused(const std::string& reason) { refused_[reason]++; }
+    const std::map<std::string, uint64_t>& refused() const { return refused_; }
 
     bool has_session(const l7_conn_key& k) const { return sessions_.count(k) != 0; }
     void session_ended(const l7_conn_key& k);
@@ -246,6 +250,7 @@ private:
     EndpointCounters user_endpoint_counters_, kernel_endpoint_responses_;
     std::shared_ptr<ActiveCounts> active_ = std::make_shared<ActiveCounts>();
     uint64_t no_route_ = 0;
+    std::map<std::string, uint64_t> refused_;
     AccessLog access_log_;
     std::function<std::string(uint32_t)> stats_route_name_;
     std::map<std::string, uint64_t> rr_;

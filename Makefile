@@ -18,7 +18,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
 .PHONY: all build deps demo test test-unit test-e2e test-kmod test-system fuzz fuzz-long bench bench-full \
-	install deb rpm clean
+	install man deb rpm clean
 
 all: build
 
@@ -63,6 +63,9 @@ bench-full: deps build
 
 install: build
 	DESTDIR=$(DESTDIR) cmake --install $(BUILD) --prefix $(PREFIX)
+
+man:
+	scripts/man.sh
 
 deb:
 	packaging/build-deb.sh

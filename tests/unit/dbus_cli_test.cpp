@@ -62,6 +62,11 @@ TEST(CtlCommandLine, UsageErrorsSayWhat)
     EXPECT_EQ(e, "no command given");
     EXPECT_FALSE(parse({"restart"}, &e));
     EXPECT_EQ(e, "unknown command \"restart\"");
+    // a typo gets a guess
+    EXPECT_FALSE(parse({"stat"}, &e));
+    EXPECT_EQ(e, "unknown command \"stat\" (did you mean \"stats\"?)");
+    EXPECT_FALSE(parse({"Routes"}, &e));
+    EXPECT_EQ(e, "unknown command \"Routes\" (did you mean \"routes\"?)");
     EXPECT_FALSE(parse({"check"}, &e));
     EXPECT_EQ(e, "check needs a policy file");
     EXPECT_FALSE(parse({"check", "a", "b"}, &e));

@@ -4,9 +4,6 @@
 #include "proxy/Prepare.hpp"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
-
-#include <filesystem>
 
 #include <string>
 #include <vector>
@@ -100,15 +97,5 @@ TEST(PolicyPrepare, CheckAcceptsWhatAReloadAccepts)
     EXPECT_TRUE(c.warnings.empty());
 }
 
-TEST(PolicyPrepare, AJwksFileTheCallerMayNotReadIsAWarningNotAnError)
-{
-    if (::geteuid() == 0)
-        GTEST_SKIP() << "root reads every file; tests/e2e/test_cli.py runs this as nobody";
-    TempDir dir;
-    auto jwks = dir.write("idp.jwks", "{}");
-    std::filesystem::permissions(jwks, std::filesystem::perms::none);
-    Checked c = check(dir, provider(jwks.string()) + kRoutes);
-    EXPECT_TRUE(c.result.ok());
-    ASSERT_EQ(c.warnings.size(), 1u);
-    EXPECT_NE(c.warnings[0].find("sudo l7fastctl check"), std::string::npos) << c.warnings[0];
-}
+// A JWKS file the caller may not read: tests/e2e/test_cli.py (as nobody; the
+// unit tests run as root, who reads every file).

@@ -1,5 +1,7 @@
 #include "control/CtlCommandLine.hpp"
 
+#include "policy/Text.hpp"
+
 namespace l7fast::control {
 
 std::optional<CtlOptions> parse_command_line(const std::vector<std::string>& args, std::string* error)
@@ -59,6 +61,8 @@ std::optional<CtlOptions> parse_command_line(const std::vector<std::string>& arg
         want_args = 1;
     } else {
         *error = "unknown command \"" + cmd + "\"";
+        if (auto guess = policy::text::closest(cmd, {"status", "reload", "stats", "routes", "check"}))
+            *error += " (did you mean \"" + *guess + "\"?)";
         return std::nullopt;
     }
     if (words.size() - 1 < want_args) {

@@ -75,6 +75,7 @@ namespace {
 using text::is_token;
 using text::lower;
 using text::quote;
+using text::closest;
 
 // ---- limits of the format (docs/policy.md) -------------------------------
 
@@ -136,43 +137,6 @@ std::string byte_text(unsigned char c)
         return "a tab";
     std::snprintf(hex, sizeof(hex), "byte 0x%02X", c);
     return hex;
-}
-
-size_t edit_distance(std::string_view a, std::string_view b)
-{
-    std::vector<size_t> row(b.size() + 1);
-    for (size_t j = 0; j <= b.size(); j++)
-        row[j] = j;
-    for (size_t i = 1; i <= a.size(); i++) {
-        size_t diag = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= b.size(); j++) {
-            const size_t up = row[j];
-            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-            diag = up;
-        }
-    }
-    return row[b.size()];
-}
-
-// The candidate an operator most likely meant, if one is close enough.
-std::optional<std::string> closest(std::string_view word, const std::vector<std::string>& candidates)
-{
-    constexpr size_t kCompared = 64;  // typos are short; do not square hostile lengths
-    if (word.size() > kCompared)
-        return std::nullopt;
-    std::optional<std::string> best;
-    size_t best_distance = std::max<size_t>(2, word.size() / 3) + 1;
-    for (const std::string& c : candidates) {
-        if (c.size() > kCompared)
-            continue;
-        const size_t d = lower(c) == lower(word) ? 0 : edit_distance(word, c);
-        if (d < best_distance) {
-            best_distance = d;
-            best = c;
-        }
-    }
-    return best;
 }
 
 std::string joined(const std::vector<std::string>& items, size_t max_items = 12)

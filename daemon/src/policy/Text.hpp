@@ -3,8 +3,11 @@
 // locale-dependent.
 #pragma once
 
+#include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace l7fast::policy::text {
 
@@ -20,5 +23,12 @@ bool is_token(std::string_view s);
 // as \xNN, and shortened after 80 bytes, so hostile input cannot produce
 // megabyte messages.
 std::string quote(std::string_view s);
+
+// Levenshtein distance (bytes).
+size_t edit_distance(std::string_view a, std::string_view b);
+// The candidate an operator most likely meant by `word` (a typo: at most a
+// third of its length, at least 2, edits away; or the same ignoring ASCII
+// case), if one is close enough: for "did you mean" in messages.
+std::optional<std::string> closest(std::string_view word, const std::vector<std::string>& candidates);
 
 }  // namespace l7fast::policy::text

@@ -768,12 +768,12 @@ int l7_req_msg(struct sk_msg_md *msg)
 	}
 	s = l7_scratch_get();
 	if (!s) {
-		l7_passed(c, size, L7_R_UNSUPPORTED);
+		l7_passed(c, size, L7_R_NO_SCRATCH);
 		return l7_msg_pass(msg, &l7_sk_client, idx);
 	}
 	n = l7_copy_msg(msg, s, 0, size);
 	if (n <= 0 || l7_g_decide(s, (__u32)n, c, cfg)) {
-		l7_passed(c, size, L7_R_INCOMPLETE);
+		l7_passed(c, size, L7_R_COPY_FAILED);
 		v = l7_msg_pass(msg, &l7_sk_client, idx);
 	} else {
 		v = l7_req_msg_decided(msg, s, c, sy, ref, size);
@@ -1242,13 +1242,13 @@ int l7_req_skb(struct __sk_buff *skb)
 	}
 	s = l7_scratch_get();
 	if (!s) {
-		l7_passed(c, len, L7_R_UNSUPPORTED);
+		l7_passed(c, len, L7_R_NO_SCRATCH);
 		return SK_PASS;
 	}
 	n = l7_copy_skb(skb, s, 0, len);
 	if (n <= 0 || l7_g_decide(s, (__u32)n, c, cfg)) {
 		l7_scratch_put(s);
-		l7_passed(c, len, L7_R_INCOMPLETE);
+		l7_passed(c, len, L7_R_COPY_FAILED);
 		return SK_PASS;
 	}
 	d = &s->dec;

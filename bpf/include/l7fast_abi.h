@@ -25,7 +25,7 @@
 
 /* Bump whenever a map's layout or meaning changes: a daemon never adopts
  * pinned maps of another ABI version (it starts clean instead). */
-#define L7_ABI_VERSION 12
+#define L7_ABI_VERSION 13
 
 /* Sizes of the tables. Route sets are bitmaps of L7_MAX_ROUTES bits. */
 #define L7_GENS 2
@@ -535,11 +535,14 @@ struct l7_sk_ref {
  * bucket 0 everything below 2 us, the last one everything from 33.5 ms
  * (l7_lat_bucket in l7_common.h). */
 #define L7_LAT_BUCKETS 16
+/* Response status classes (l7_status_class in l7_common.h): [0] other (no
+ * valid status), [1..5] 1xx..5xx. */
+#define L7_STATUS_CLASSES 6
 
 struct l7_route_stats {
 	__u64 requests_kernel;
 	__u64 requests_user;
-	__u64 status[6];       /* 1xx..5xx, [0] = other */
+	__u64 status[L7_STATUS_CLASSES];
 	__u64 bytes_in;
 	__u64 bytes_out;
 	__u64 latency[L7_LAT_BUCKETS];
@@ -551,7 +554,7 @@ struct l7_route_stats {
  * counted by the daemon. */
 struct l7_pool_stats {
 	__u64 responses;
-	__u64 status[6];       /* as l7_route_stats.status */
+	__u64 status[L7_STATUS_CLASSES];
 	__u64 bytes_out;
 	__u64 latency[L7_LAT_BUCKETS];
 };
@@ -580,6 +583,8 @@ enum l7_reason {
 	L7_R_JWT_EXPIRED,      /* JWT route: cached token past exp (or before nbf) */
 	L7_R_JWT_OTHER,        /* JWT route: empty or too long a token, odd tables */
 	L7_R_MUTATION,         /* route mutates the head and the kernel cannot here */
+	L7_R_NO_SCRATCH,       /* the per-CPU scratch was in use (a nested run) */
+	L7_R_COPY_FAILED,      /* the head could not be copied out of the message */
 	L7_R_COUNT,
 };
 
@@ -607,7 +612,7 @@ enum l7_counter {
 #define L7_REASON_NAMES "none", "no_conn", "user_mode", "incomplete", "too_big", "parse", \
 	"unsupported", "no_route", "route_user", "pool_miss", "pipelined", "redirect", \
 	"user_pending", "disabled", "path_not_normal", "rbac_deny", "jwt_none", "jwt_miss", \
-	"jwt_expired", "jwt_other", "mutation"
+	"jwt_expired", "jwt_other", "mutation", "no_scratch", "copy_failed"
 
 /* ---- events to the daemon (l7_events ring buffer) ------------------------ */
 

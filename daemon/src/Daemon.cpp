@@ -688,7 +688,7 @@ control::StatsSnapshot Daemon::stats()
             rs.rate_limited = it->second.rate_limited;
             rs.direct_responses = it->second.direct_responses;
         }
-        for (int j = 0; j < 6; j++)
+        for (int j = 0; j < L7_STATUS_CLASSES; j++)
             rs.status[j] = all.status[j];
         rs.bytes_in = all.bytes_in;
         rs.bytes_out = all.bytes_out;
@@ -737,7 +737,7 @@ control::StatsSnapshot Daemon::stats()
         es.requests_kernel = k.requests;
         es.requests_user = u.requests;
         k += u;
-        for (int j = 0; j < 6; j++)
+        for (int j = 0; j < L7_STATUS_CLASSES; j++)
             es.status[j] = k.status[j];
         es.bytes_out = k.bytes_out;
         es.latency.assign(std::begin(k.latency), std::end(k.latency));

@@ -82,7 +82,7 @@ StatsSnapshot sample_stats()
     a.kernel = true;
     a.requests_kernel = 1000;
     a.requests_user = 5;
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < L7_STATUS_CLASSES; i++)
         a.status[i] = 10 + i;
     a.bytes_in = 1 << 20;
     a.bytes_out = 3ull << 32;
@@ -173,7 +173,7 @@ TEST_F(BusMessage, StatsRoundTrip)
     EXPECT_TRUE(a.kernel);
     EXPECT_EQ(a.requests_kernel, 1000u);
     EXPECT_EQ(a.requests_user, 5u);
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < L7_STATUS_CLASSES; i++)
         EXPECT_EQ(a.status[i], 10u + i) << "status class " << i;
     EXPECT_EQ(a.bytes_in, 1u << 20);
     EXPECT_EQ(a.bytes_out, 3ull << 32);
@@ -242,7 +242,7 @@ TEST_F(BusMessage, StatsEndpointsRoundTripAndJson)
     EXPECT_EQ(o.clusters, e.clusters);
     EXPECT_EQ(o.requests_kernel, 7u);
     EXPECT_EQ(o.requests_user, 2u);
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < L7_STATUS_CLASSES; i++)
         EXPECT_EQ(o.status[i], e.status[i]) << i;
     EXPECT_EQ(o.bytes_out, 900u);
     EXPECT_EQ(o.latency, e.latency);

@@ -336,20 +336,20 @@ int read_route_list(sd_bus_message* m, std::vector<RouteInfo>* out)
 }
 
 // GetStats "responses": status classes 1xx..5xx, then other.
-std::vector<std::pair<std::string, uint64_t>> status_classes(const uint64_t (&status)[6])
+std::vector<std::pair<std::string, uint64_t>> status_classes(const uint64_t (&status)[L7_STATUS_CLASSES])
 {
     std::vector<std::pair<std::string, uint64_t>> v;
     for (int i = 1; i <= 6; i++)
-        v.emplace_back(kStatusClass[i % 6], status[i % 6]);
+        v.emplace_back(kStatusClass[i % L7_STATUS_CLASSES], status[i % L7_STATUS_CLASSES]);
     return v;
 }
 
-int read_status_classes(sd_bus_message* m, uint64_t (&status)[6])
+int read_status_classes(sd_bus_message* m, uint64_t (&status)[L7_STATUS_CLASSES])
 {
     std::vector<std::pair<std::string, uint64_t>> v;
     int r = read_pairs<uint64_t, 't'>(m, &v);
     for (const auto& [k, n] : v)
-        for (int i = 0; i < 6; i++)
+        for (int i = 0; i < L7_STATUS_CLASSES; i++)
             if (k == kStatusClass[i])
                 status[i] = n;
     return r;

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "l7fast_abi.h"  // L7_STATUS_CLASSES
+
 namespace l7fast::control {
 
 struct ReloadOutcome {
@@ -42,13 +44,13 @@ struct RouteInfo {
 
 // Names of the status classes counted in RouteStats/EndpointStats::status,
 // by index: GetStats keys and the Prometheus "class" label.
-inline constexpr const char* kStatusClass[6] = {"other", "1xx", "2xx", "3xx", "4xx", "5xx"};
+inline constexpr const char* kStatusClass[L7_STATUS_CLASSES] = {"other", "1xx", "2xx", "3xx", "4xx", "5xx"};
 
 struct RouteStats {
     std::string name;
     bool kernel = false;
     uint64_t requests_kernel = 0, requests_user = 0;
-    uint64_t status[6] = {};  // [0] other, [1..5] 1xx..5xx
+    uint64_t status[L7_STATUS_CLASSES] = {};  // [0] other, [1..5] 1xx..5xx
     uint64_t bytes_in = 0, bytes_out = 0;
     std::vector<uint64_t> latency;  // kernel path, log2 buckets from 1 us
     // requests the route's pipeline answered itself: rejections by reason
@@ -67,7 +69,7 @@ struct EndpointStats {
     std::string address;   // "ip:port"
     std::string clusters;  // comma-separated clusters that list it
     uint64_t requests_kernel = 0, requests_user = 0;
-    uint64_t status[6] = {};  // [0] other, [1..5] 1xx..5xx
+    uint64_t status[L7_STATUS_CLASSES] = {};  // [0] other, [1..5] 1xx..5xx
     uint64_t bytes_out = 0;
     std::vector<uint64_t> latency;  // log2 buckets, as RouteStats::latency
 };

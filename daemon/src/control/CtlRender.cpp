@@ -177,12 +177,12 @@ std::string render_stats(const StatsSnapshot& s)
     std::string out;
     TextTable t({"ROUTE", "PLACEMENT", "REQ KERNEL", "REQ USER", "2XX", "3XX", "4XX", "5XX", "BYTES IN", "BYTES OUT"},
                 {false, false, true, true, true, true, true, true, true, true});
-    uint64_t st[6] = {}, bin = 0, bout = 0;
+    uint64_t st[L7_STATUS_CLASSES] = {}, bin = 0, bout = 0;
     for (const auto& r : s.routes) {
         t.add({r.name, codec::placement_name(r.kernel), num(r.requests_kernel), num(r.requests_user), num(r.status[2]),
                num(r.status[3]), num(r.status[4]), num(r.status[5]), format_bytes(r.bytes_in),
                format_bytes(r.bytes_out)});
-        for (int i = 0; i < 6; i++)
+        for (int i = 0; i < L7_STATUS_CLASSES; i++)
             st[i] += r.status[i];
         bin += r.bytes_in;
         bout += r.bytes_out;

@@ -164,8 +164,8 @@ std::string render_prometheus(const StatsSnapshot& s, const std::string& version
              "Responses to the route's requests, by status class (other: no valid status).");
     for (const auto& r : s.routes)
         for (int c = 1; c <= 6; c++)
-            e.sample("l7fast_route_responses_total", {{"route", r.name}, {"class", kStatusClass[c % 6]}},
-                     r.status[c % 6]);
+            e.sample("l7fast_route_responses_total", {{"route", r.name}, {"class", kStatusClass[c % L7_STATUS_CLASSES]}},
+                     r.status[c % L7_STATUS_CLASSES]);
     e.family("l7fast_route_request_bytes_total", "counter",
              "Request bytes received from clients (heads and Content-Length bodies).");
     for (const auto& r : s.routes)
@@ -216,8 +216,8 @@ std::string render_prometheus(const StatsSnapshot& s, const std::string& version
                  "Responses of the endpoint's exchanges, by status class (other: no valid status).");
         for (const auto& ep : s.endpoints)
             for (int c = 1; c <= 6; c++)
-                e.sample("l7fast_endpoint_responses_total", {{"endpoint", ep.address}, {"class", kStatusClass[c % 6]}},
-                         ep.status[c % 6]);
+                e.sample("l7fast_endpoint_responses_total", {{"endpoint", ep.address}, {"class", kStatusClass[c % L7_STATUS_CLASSES]}},
+                         ep.status[c % L7_STATUS_CLASSES]);
         e.family("l7fast_endpoint_response_bytes_total", "counter",
                  "Response bytes of the endpoint's exchanges sent to clients.");
         for (const auto& ep : s.endpoints)

@@ -105,7 +105,7 @@ std::string to_string(const l7_conn_key& k)
 RouteCounters& RouteCounters::operator+=(const RouteCounters& o)
 {
     requests += o.requests;
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < L7_STATUS_CLASSES; i++)
         status[i] += o.status[i];
     bytes_in += o.bytes_in;
     bytes_out += o.bytes_out;

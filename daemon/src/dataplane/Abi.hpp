@@ -26,7 +26,7 @@ std::string to_string(const l7_conn_key& k);
 // generation and CPU, the slow path's per route.
 struct RouteCounters {
     uint64_t requests = 0;
-    uint64_t status[6] = {};  // l7_status_class
+    uint64_t status[L7_STATUS_CLASSES] = {};  // l7_status_class
     uint64_t bytes_in = 0, bytes_out = 0;
     uint64_t latency[L7_LAT_BUCKETS] = {};  // l7_lat_bucket
 

@@ -879,7 +879,7 @@ RouteCounters Dataplane::route_counters(uint32_t gen, uint32_t route) const
         return out;
     for (const auto& s : per) {
         out.requests += s.requests_kernel;
-        for (int i = 0; i < 6; i++)
+        for (int i = 0; i < L7_STATUS_CLASSES; i++)
             out.status[i] += s.status[i];
         out.bytes_in += s.bytes_in;
         out.bytes_out += s.bytes_out;
@@ -898,7 +898,7 @@ RouteCounters Dataplane::pool_counters(uint32_t pool) const
         return out;
     for (const auto& s : per) {
         out.requests += s.responses;
-        for (int i = 0; i < 6; i++)
+        for (int i = 0; i < L7_STATUS_CLASSES; i++)
             out.status[i] += s.status[i];
         out.bytes_out += s.bytes_out;
         for (int i = 0; i < L7_LAT_BUCKETS; i++)

@@ -821,7 +821,7 @@ static __always_inline void l7_access_event(struct l7_slot *slot, __u64 latency)
 	e->slot = (slot->stats_id & 0xffff) | ((__u32)slot->resp.status << 16);
 	e->conn = slot->client;
 	e->conn_gen = slot->client_gen;
-	e->arg[0] = slot->resp.bytes;
+	e->arg[0] = (slot->resp.bytes & ((1ULL << 48) - 1)) | ((__u64)slot->pool_id << 48);
 	e->arg[1] = latency;
 	bpf_ringbuf_submit(e, 0);
 }

@@ -624,9 +624,10 @@ enum l7_event_type {
 	L7_EV_TRACE = 4,        /* decision trace (cfg_trace): code, args */
 	L7_EV_ACCESS = 5,       /* sampled access log: a kernel response completed;
 				 * slot = route stats id | status << 16, conn = the
-				 * client, arg[0] = response bytes, arg[1] = latency
-				 * in ns. The request's method, target and size are
-				 * not kept in the slot, so not reported. */
+				 * client, arg[0] = response bytes (bits 0..47) | the
+				 * slot's pool id << 48, arg[1] = latency in ns. The
+				 * request's method, target and size are not kept in
+				 * the slot, so not reported. */
 	L7_EV_POOL_MISS = 6,    /* a kernel request found no idle connection: slot = pool id */
 	L7_EV_SLOT_ENDED = 7,   /* an end of a pooled connection in use (KBUSY, RELAY) left
 				 * ESTABLISHED (slot); idle ones are retired (L7_EV_SLOT_DEAD) */

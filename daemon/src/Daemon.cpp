@@ -258,9 +258,26 @@ void Daemon::on_access_event(const l7_event& ev)
     std::string route = stats_route_name(ev.slot & 0xffff);
     e.route = route;
     e.status = static_cast<int>(ev.slot >> 16);
-    e.bytes_out = ev.arg[0];
+    e.bytes_out = ev.arg[0] & ((uint64_t{1} << 48) - 1);
     e.latency_ns = ev.arg[1];
     e.kernel = true;
+    // the endpoint by the slot's pool id, and the cluster of the route (in
+    // the policy in force) that has that endpoint
+    std::string_view cluster;
+    if (const policy::SocketAddress* a = server_->pool().address_of(static_cast<uint32_t>(ev.arg[0] >> 48))) {
+        e.endpoint = a->str();
+        const policy::Policy* pol = rt_ ? &rt_->policy() : nullptr;
+        for (size_t i = 0; pol && i < pol->routes.size() && cluster.empty(); i++) {
+            if (pol->routes[i].name != route)
+                continue;
+            for (const auto& wc : pol->routes[i].clusters)
+                if (const policy::Cluster* c = pol->find_cluster(wc.cluster))
+                    for (const auto& ep : c->endpoints)
+                        if (ep.address == *a && cluster.empty())
+                            cluster = c->name;
+        }
+    }
+    e.cluster = cluster;
     log.write(e);
 }
 

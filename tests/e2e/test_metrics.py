@@ -4,6 +4,7 @@ figures, cumulative latency buckets), refuses other paths, moves on a
 reload (a bind failure fails the reload and keeps the old one); the sampled
 access log writes one line per request (kernel and slow path) with sample 1
 and none with 0."""
+import json
 import re
 import socket
 import time
@@ -361,3 +362,48 @@ def test_requests_l7fast_refuses_itself_are_logged_and_counted(env, web, local):
         was = before.get(("l7fast_requests_refused_total", frozenset({("reason", reason)})), 0)
         assert get(after, "l7fast_requests_refused_total", reason=reason) - was == 1, reason
         assert stats1[reason] - stats0.get(reason, 0) == 1, stats1
+
+
+def test_access_log_as_json_lines(env, web):
+    """daemon.access_log_format = "json": one JSON object per line, with the
+    authority, the cluster and the endpoint as far as the path knows them (the
+    kernel keeps neither method, authority, target nor request size)."""
+    d = env.daemon
+    d.header = re.sub(r"\naccess_log_format = \"\w+\"", "", d.header).rstrip("\n") + '\naccess_log_format = "json"\n'
+    set_sample(env, 1)
+    try:
+        mark = len(d.log().splitlines())
+        env.daemon.wait_idle(*env.endpoints)
+        c = env.client(web)
+        port = c.sock.getsockname()[1]
+        for path in ("/kern/json", "/user/json?a=1"):
+            c.request("GET", path)
+            assert c.read_response().status == 200
+        c.close()
+
+        def lines():
+            out = []
+            for line in d.log().splitlines()[mark:]:
+                text = line.split(": ", 1)[1] if line.startswith("info: ") else line
+                if text.startswith("{"):
+                    obj = json.loads(text)
+                    if obj.get("type") == "access" and obj["client"] == f"127.0.0.1:{port}":
+                        out.append(obj)
+            return out
+        assert wait_until(lambda: len(lines()) == 2), d.log().splitlines()[mark:]
+        by_path = {o["path"]: o for o in lines()}
+        b = env.endpoints[0]
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", by_path["user"]["time"])
+        assert {k: v for k, v in by_path["user"].items() if k not in ("time", "bytes_in", "bytes_out",
+                                                                       "duration_us")} == {
+            "type": "access", "client": f"127.0.0.1:{port}", "method": "GET", "authority": "test",
+            "target": "/user/json?a=1", "route": "user", "cluster": "b", "endpoint": b, "status": 200,
+            "reason": None, "path": "user"}
+        assert {k: v for k, v in by_path["kernel"].items() if k not in ("time", "bytes_out", "duration_us")} == {
+            "type": "access", "client": f"127.0.0.1:{port}", "method": None, "authority": None, "target": None,
+            "route": "kern", "cluster": "b", "endpoint": b, "status": 200, "reason": None, "bytes_in": None,
+            "path": "kernel"}
+        assert by_path["user"]["bytes_in"] > 0 and by_path["kernel"]["bytes_out"] > 0
+    finally:
+        d.header = re.sub(r"\naccess_log_format = \"\w+\"", "", d.header)
+        set_sample(env, 0)

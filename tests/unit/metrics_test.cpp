@@ -248,6 +248,41 @@ TEST(AccessLog, LineFormat)
               "out=120 latency_us=85 path=user reason=rbac_denied:admins-only");
 }
 
+TEST(AccessLog, JsonLineFormat)
+{
+    proxy::AccessEntry e;
+    e.client = "127.0.0.1:4242";
+    e.method = "GET";
+    e.authority = "api.example.com";
+    e.target = "/a?q=\"x\"\\\x01\xff";
+    e.route = "api";
+    e.cluster = "app";
+    e.endpoint = "127.0.0.1:9001";
+    e.status = 403;
+    e.reason = "rbac_denied:office";
+    e.bytes_in = 77;
+    e.bytes_out = 120;
+    e.latency_ns = 85'600;
+    const auto when = std::chrono::system_clock::time_point(std::chrono::milliseconds(1'796'106'600'123));
+    EXPECT_EQ(proxy::AccessLog::format_json(e, when),
+              R"({"time":"2026-12-01T06:30:00.123Z","type":"access","client":"127.0.0.1:4242","method":"GET",)"
+              R"("authority":"api.example.com","target":"/a?q=\"x\"\\\u0001\u00ff","route":"api",)"
+              R"("cluster":"app","endpoint":"127.0.0.1:9001","status":403,"reason":"rbac_denied:office",)"
+              R"("bytes_in":77,"bytes_out":120,"duration_us":85,"path":"user"})");
+    // the kernel path: what it does not know is null
+    proxy::AccessEntry k;
+    k.client = "[::1]:80";
+    k.route = "api";
+    k.status = 200;
+    k.bytes_out = 5;
+    k.latency_ns = 2'000;
+    k.kernel = true;
+    EXPECT_EQ(proxy::AccessLog::format_json(k, when),
+              R"({"time":"2026-12-01T06:30:00.123Z","type":"access","client":"[::1]:80","method":null,)"
+              R"("authority":null,"target":null,"route":"api","cluster":null,"endpoint":null,"status":200,)"
+              R"("reason":null,"bytes_in":null,"bytes_out":5,"duration_us":2,"path":"kernel"})");
+}
+
 TEST(AccessLog, TargetIsBoundedAndEscaped)
 {
     std::string long_target(1000, 'a');

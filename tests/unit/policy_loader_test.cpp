@@ -416,7 +416,8 @@ const ErrorCase kErrorCases[] = {
     {"unknown_daemon", "[daemon]\npoolmax = 3\n",
      "t.toml:8:1: daemon.poolmax: unknown key (did you mean \"pool_max\"?); allowed here: cgroup, bpffs, "
      "ingress_budget, kernel_dataplane, offload_remote_clients, pool_min_idle, pool_max, connect_timeout_ms, "
-     "request_timeout_ms, header_timeout_ms, idle_timeout_ms, log_level, metrics_address, access_log_sample"},
+     "request_timeout_ms, header_timeout_ms, idle_timeout_ms, log_level, metrics_address, access_log_sample, "
+     "access_log_format"},
     {"unknown_listener", "[[listener]]\nname = \"b\"\naddress = \"127.0.0.1:8081\"\nport = 1\n",
      "t.toml:10:1: listener \"b\".port: unknown key; allowed here: name, address"},
     {"unknown_cluster", "[[cluster]]\nname = \"b\"\nendpoints = [ { address = \"127.0.0.1:9002\" } ]\npolicy = 1\n",
@@ -722,6 +723,9 @@ const ErrorCase kErrorCases[] = {
     {"log_level_unknown", "[daemon]\nlog_level = \"verbose\"\n",
      "t.toml:8:13: daemon.log_level: \"verbose\" is not a log level; use \"error\", \"warning\", \"notice\", \"info\" "
      "or \"debug\""},
+    {"access_log_format_unknown", "[daemon]\naccess_log_format = \"jsn\"\n",
+     "t.toml:8:21: daemon.access_log_format: \"jsn\" is not an access-log format; use \"text\" or \"json\" "
+     "(did you mean \"json\"?)"},
     {"cgroup_relative", "[daemon]\ncgroup = \"sys/fs/cgroup\"\n",
      "t.toml:8:10: daemon.cgroup: \"sys/fs/cgroup\" must be an absolute path"},
     {"bpffs_control_character", "[daemon]\nbpffs = \"/sys/fs/bpf/\\u0001\"\n",

@@ -69,6 +69,8 @@ struct DaemonSettings {
     // access log: one request in `access_log_sample` is logged to the
     // journal (1: every request); 0: no access log
     uint32_t access_log_sample = 0;
+    // its lines: "text" (key=value) or "json" (one object per line)
+    bool access_log_json = false;
 };
 
 // An IPv4 or IPv6 prefix ("10.0.0.0/8", "::1/128"); the address's host

@@ -782,7 +782,8 @@ void read_daemon(const FileContext& cx, const toml::table& t, DaemonSettings& s,
     TableReader r(cx, t, "daemon",
                   {"cgroup", "bpffs", "ingress_budget", "kernel_dataplane", "offload_remote_clients",
                    "pool_min_idle", "pool_max", "connect_timeout_ms", "request_timeout_ms",
-                   "header_timeout_ms", "idle_timeout_ms", "log_level", "metrics_address", "access_log_sample"});
+                   "header_timeout_ms", "idle_timeout_ms", "log_level", "metrics_address", "access_log_sample",
+                   "access_log_format"});
     for (auto [key, target] : {std::pair{"cgroup", &s.cgroup}, std::pair{"bpffs", &s.bpffs}}) {
         if (auto v = r.string(key)) {
             if (auto why = check_absolute_path(*v))
@@ -836,6 +837,16 @@ void read_daemon(const FileContext& cx, const toml::table& t, DaemonSettings& s,
     if (auto v = r.integer("access_log_sample", 0, kMaxAccessLogSample,
                            "log one request in N; 1 logs every request, 0 none"))
         s.access_log_sample = static_cast<uint32_t>(*v);
+    if (auto v = r.string("access_log_format")) {
+        if (*v == "text" || *v == "json") {
+            s.access_log_json = *v == "json";
+        } else {
+            std::string message = quote(*v) + " is not an access-log format; use \"text\" or \"json\"";
+            if (auto guess = closest(*v, {"text", "json"}))
+                message += " (did you mean \"" + *guess + "\"?)";
+            r.error("access_log_format", message);
+        }
+    }
 }
 
 // ---- [[listener]] -------------------------------------------------------------------

@@ -25,6 +25,10 @@ struct AccessEntry {
     uint64_t latency_ns = 0;
     bool kernel = false;
     std::string_view reason;  // why l7fast answered as it did; empty: not known
+    // JSON lines only (the text format keeps its fields): empty: not known
+    std::string_view authority;  // the Host header (slow path)
+    std::string_view cluster;
+    std::string endpoint;        // upstream "ip:port"
 };
 
 class AccessLog {
@@ -32,7 +36,11 @@ public:
     static constexpr uint32_t kMaxLinesPerSecond = 1000;
     static constexpr size_t kMaxTarget = 256;
 
+    // daemon.access_log_format
+    enum class Format { Text, Json };
+
     void set_sample(uint32_t n) { sample_ = n; }
+    void set_format(Format f) { format_ = f; }
     uint32_t sample() const { return sample_; }
     // Counts one exchange of the slow path; true when it is to be logged.
     bool sampled() { return sample_ != 0 && seen_++ % sample_ == 0; }
@@ -43,12 +51,20 @@ public:
     // "access client=... method=GET target=\"/a\" route=r status=200 in=77
     // out=120 latency_us=85 path=user"; "-" for what is not known.
     static std::string format(const AccessEntry& e);
+    // One JSON object: {"time":"2026-12-02T06:50:00.123Z","type":"access",
+    // "client":..., "method":..., "authority":..., "target":..., "route":...,
+    // "cluster":..., "endpoint":..., "status":200, "reason":..., "bytes_in":...,
+    // "bytes_out":..., "duration_us":..., "path":"kernel"|"user"}; null for
+    // what is not known. Strings are cut as targets are and escaped as JSON
+    // (a byte outside printable ASCII as \u00XX).
+    static std::string format_json(const AccessEntry& e, std::chrono::system_clock::time_point when);
     // The target bounded to kMaxTarget bytes, `"` `\` and bytes outside
     // 0x20..0x7e escaped (\" \\ \xHH), "..." appended when cut.
     static std::string escape_target(std::string_view t);
 
 private:
     uint32_t sample_ = 0;
+    Format format_ = Format::Text;
     uint64_t seen_ = 0;
     std::chrono::steady_clock::time_point window_{};
     uint32_t in_window_ = 0;

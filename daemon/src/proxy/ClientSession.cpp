@@ -17,6 +17,7 @@
 #include "policy/Mutation.hpp"
 #include "policy/PathNormalize.hpp"
 #include "policy/Router.hpp"
+#include "policy/Text.hpp"
 #include "proxy/Pipeline.hpp"
 #include "proxy/ProxyServer.hpp"
 
@@ -768,9 +769,17 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
         // access log: the head is consumed before the response ends, so a
         // sampled exchange keeps its method and target (as received)
         std::optional<std::pair<std::string, std::string>> logged;
-        if (server_.access_log().sampled())
+        std::string logged_authority;
+        if (server_.access_log().sampled()) {
             logged.emplace(std::string(view.method), std::string(head.data() + m.target_off, m.target_len));
+            for (const auto& f : fields)
+                if (policy::text::iequals(f.name, "host")) {
+                    logged_authority.assign(f.value);
+                    break;
+                }
+        }
         const policy::SocketAddress* endpoint = nullptr;  // once an upstream connection is taken
+        std::string_view cluster_name;                    // once a cluster is chosen
         std::string reason;  // why l7fast answered as it did, when it knows (verdict_reason)
         auto complete = [&](int code, uint64_t n) {
             const uint64_t ns = since();
@@ -791,6 +800,10 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
                 e.bytes_out = n;
                 e.latency_ns = ns;
                 e.reason = reason;
+                e.authority = logged_authority;
+                e.cluster = cluster_name;
+                if (endpoint)
+                    e.endpoint = endpoint->str();
                 server_.access_log().write(e);
             }
         };
@@ -838,6 +851,7 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
         const size_t ci = policy::Router::choose_cluster(route, random_u32()).value_or(0);
         const size_t cluster_index = route_clusters.at(ci);
         const policy::Cluster& cluster = rt->policy().clusters[cluster_index];
+        cluster_name = cluster.name;
         const auto& pools = rt->endpoint_pool[cluster_index];
         EndpointInputs inputs;
         inputs.rr_counter = [&] { return server_.next_rr(cluster.name); };

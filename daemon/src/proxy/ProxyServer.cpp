@@ -207,6 +207,7 @@ void ProxyServer::apply(std::shared_ptr<const PolicyRuntime> rt)
     }
     listening_ = std::move(next);
     access_log_.set_sample(rt->policy().daemon.access_log_sample);
+    access_log_.set_format(rt->policy().daemon.access_log_json ? AccessLog::Format::Json : AccessLog::Format::Text);
     rt_ = std::move(rt);
 
     std::vector<policy::SocketAddress> upstreams;

@@ -140,7 +140,13 @@ def test_more_concurrent_requests_than_pooled_connections_all_succeed(env, web):
         conns = [Conn(web) for _ in range(n)]
     for i, c in enumerate(conns):
         c.request("GET", f"/held/{i}")
-    assert env.held.wait_received(n), f"{env.held.received()} of {n} requests reached the backend"
+    if not env.held.wait_received(n):
+        # once seen under heavy load (7 of 8), not reproduced since: what the
+        # data plane and l7fastd did, for the next one who sees it
+        log = [line for line in env.daemon.log().splitlines() if "Connection refused" not in line]
+        pytest.fail(f"{env.held.received()} of {n} requests reached the backend; counters "
+                    f"{env.daemon.counters()}; pool {env.daemon.pool_states(env.held.address())}; "
+                    f"stats {env.stats()['routes']['held']}; log:\n" + "\n".join(log[-80:]))
     env.held.release()
     statuses = [c.read_response().status for c in conns]
     for c in conns:

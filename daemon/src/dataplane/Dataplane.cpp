@@ -73,6 +73,22 @@ std::string libbpf_tail(size_t lines)
 
 std::string errstr(int err) { return std::strerror(err < 0 ? -err : err); }
 
+// Every key of a hash map, read before the caller acts on any (deleting
+// while iterating restarts bpf_map_get_next_key from the first key).
+template <class Key>
+std::vector<Key> map_keys(int fd)
+{
+    std::vector<Key> keys;
+    Key cur{}, next{};
+    const void* prev = nullptr;
+    while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+        keys.push_back(next);
+        cur = next;
+        prev = &cur;
+    }
+    return keys;
+}
+
 void update_or_throw(int fd, const void* key, const void* val, const char* what)
 {
     if (bpf_map_update_elem(fd, key, val, BPF_ANY) != 0)
@@ -256,14 +272,8 @@ void Dataplane::recover_state()
     if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.l7_config), &zero, &config_) != 0)
         throw DataplaneError("reading the adopted l7_config: " + errstr(errno));
     active_gen_ = config_.active_gen & 1;
-    int sfd = bpf_map__fd(skel_->maps.l7_match);
-    l7_match_key cur{}, next{};
-    const void* prev = nullptr;
-    while (bpf_map_get_next_key(sfd, prev, &next) == 0) {
-        strings_[next.gen & 1].push_back(next);
-        cur = next;
-        prev = &cur;
-    }
+    for (const auto& k : map_keys<l7_match_key>(bpf_map__fd(skel_->maps.l7_match)))
+        strings_[k.gen & 1].push_back(k);
 }
 
 Dataplane::~Dataplane() { release(); }
@@ -491,20 +501,13 @@ uint32_t Dataplane::stage(const policy::CompiledTables& t, std::span<const uint3
         update_or_throw(lfd, &t.listeners[li].first, &v, "l7_listeners");
         keep.push_back(t.listeners[li].first);
     }
-    l7_listener_key cur{}, next{};
-    std::vector<l7_listener_key> stale;
-    const void* prev = nullptr;
-    while (bpf_map_get_next_key(lfd, prev, &next) == 0) {
+    for (const auto& stale : map_keys<l7_listener_key>(lfd)) {
         bool kept = false;
         for (const auto& k : keep)
-            kept = kept || std::memcmp(&k, &next, sizeof(k)) == 0;
+            kept = kept || std::memcmp(&k, &stale, sizeof(k)) == 0;
         if (!kept)
-            stale.push_back(next);
-        cur = next;
-        prev = &cur;
+            bpf_map_delete_elem(lfd, &stale);
     }
-    for (const auto& k : stale)
-        bpf_map_delete_elem(lfd, &k);
 
     // JWT: the slot's cached tokens were verified by the policy it held
     // before; none may be admitted under this one
@@ -538,17 +541,8 @@ void Dataplane::activate(uint32_t gen, uint64_t policy_generation)
 void Dataplane::jwt_cache_delete_gen(std::optional<uint32_t> gen)
 {
     int fd = bpf_map__fd(skel_->maps.l7_jwt_cache);
-    std::vector<l7_jwt_key> doomed;
-    l7_jwt_key cur{}, next{};
-    const void* prev = nullptr;
-    while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-        if (!gen || next.gen == *gen)
-            doomed.push_back(next);
-        cur = next;
-        prev = &cur;
-    }
-    for (const auto& k : doomed)
-        if (bpf_map_delete_elem(fd, &k) != 0 && errno != ENOENT)
+    for (const auto& k : map_keys<l7_jwt_key>(fd))
+        if ((!gen || k.gen == *gen) && bpf_map_delete_elem(fd, &k) != 0 && errno != ENOENT)
             throw DataplaneError("deleting from l7_jwt_cache: " + errstr(errno));
 }
 
@@ -575,16 +569,7 @@ void Dataplane::jwt_cache_clear() { jwt_cache_delete_gen(std::nullopt); }
 
 size_t Dataplane::jwt_cache_entries() const
 {
-    int fd = bpf_map__fd(skel_->maps.l7_jwt_cache);
-    size_t n = 0;
-    l7_jwt_key cur{}, next{};
-    const void* prev = nullptr;
-    while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-        n++;
-        cur = next;
-        prev = &cur;
-    }
-    return n;
+    return map_keys<l7_jwt_key>(bpf_map__fd(skel_->maps.l7_jwt_cache)).size();
 }
 
 void Dataplane::drain_route_counters(uint32_t gen, uint32_t n_routes, std::vector<RouteCounters>& out)
@@ -741,24 +726,20 @@ bool Dataplane::conn_socket_present(ConnRef r, bool remote) const
 size_t Dataplane::forget_stale_cookies()
 {
     int fd = bpf_map__fd(skel_->maps.l7_ref_by_cookie);
-    std::vector<uint64_t> stale;
-    uint64_t cur = 0, next = 0;
-    const void* prev = nullptr;
-    while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+    size_t stale = 0;
+    for (uint64_t cookie : map_keys<uint64_t>(fd)) {
         l7_sk_ref r{};
-        if (bpf_map_lookup_elem(fd, &next, &r) == 0) {
-            bool live = r.kind == L7_REF_CLIENT ? conn(ConnRef{r.idx, r.gen}).has_value()
-                        : r.kind == L7_REF_SLOT  ? slot_state(r.idx) && *slot_state(r.idx) != L7_SLOT_EMPTY
-                                                 : false;
-            if (!live)
-                stale.push_back(next);
+        if (bpf_map_lookup_elem(fd, &cookie, &r) != 0)
+            continue;
+        bool live = r.kind == L7_REF_CLIENT ? conn(ConnRef{r.idx, r.gen}).has_value()
+                    : r.kind == L7_REF_SLOT  ? slot_state(r.idx) && *slot_state(r.idx) != L7_SLOT_EMPTY
+                                             : false;
+        if (!live) {
+            bpf_map_delete_elem(fd, &cookie);
+            stale++;
         }
-        cur = next;
-        prev = &cur;
     }
-    for (uint64_t c : stale)
-        bpf_map_delete_elem(fd, &c);
-    return stale.size();
+    return stale;
 }
 
 l7_conn_sync* Dataplane::conn_sync(ConnRef r) const { return r.valid() ? conn_sync_.at(r.idx) : nullptr; }
@@ -767,14 +748,10 @@ std::vector<std::pair<l7_conn_key, ConnRef>> Dataplane::conn_refs() const
 {
     std::vector<std::pair<l7_conn_key, ConnRef>> out;
     int fd = bpf_map__fd(skel_->maps.l7_conn_by_tuple);
-    l7_conn_key cur{}, next{};
-    const void* prev = nullptr;
-    while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+    for (const auto& k : map_keys<l7_conn_key>(fd)) {
         l7_sk_ref r{};
-        if (bpf_map_lookup_elem(fd, &next, &r) == 0 && r.kind == L7_REF_CLIENT)
-            out.emplace_back(next, ConnRef{r.idx, r.gen});
-        cur = next;
-        prev = &cur;
+        if (bpf_map_lookup_elem(fd, &k, &r) == 0 && r.kind == L7_REF_CLIENT)
+            out.emplace_back(k, ConnRef{r.idx, r.gen});
     }
     return out;
 }
@@ -791,14 +768,10 @@ std::vector<std::pair<l7_conn_key, uint32_t>> Dataplane::slot_tuples() const
 {
     std::vector<std::pair<l7_conn_key, uint32_t>> out;
     int fd = bpf_map__fd(skel_->maps.l7_slot_by_tuple);
-    l7_conn_key cur{}, next{};
-    const void* prev = nullptr;
-    while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+    for (const auto& k : map_keys<l7_conn_key>(fd)) {
         uint32_t id = 0;
-        if (bpf_map_lookup_elem(fd, &next, &id) == 0)
-            out.emplace_back(next, id);
-        cur = next;
-        prev = &cur;
+        if (bpf_map_lookup_elem(fd, &k, &id) == 0)
+            out.emplace_back(k, id);
     }
     return out;
 }

@@ -771,12 +771,10 @@ control::CheckOutcome Daemon::check_policy(const std::string& path)
         out.errors = err;
         return out;
     }
-    // what a reload checks after the loader (proxy/Prepare.hpp)
-    std::optional<policy::PolicyError> invalid;
-    if (!proxy::prepare_runtime(pol, nullptr, &invalid)) {
-        out.errors = invalid->str() + "\n";
-        return out;
-    }
+    // No prepare_runtime here: it reads the JWKS files the policy names, and
+    // any user may call CheckPolicy with a policy of their own, so root would
+    // read (and describe) files the caller may not. `l7fastctl check` runs
+    // that step itself, as the caller (proxy::check_policy_files).
     // placement as this kernel would see it, without touching the pools
     uint32_t next = 0;
     std::map<policy::SocketAddress, uint32_t> ids;

@@ -332,6 +332,9 @@ def test_check_as_a_user_who_may_not_read_a_jwks_file_warns(bus, daemon, workdir
     res = ctl_json(bus, "check", f, "--policy-dir=", uid=NOBODY)
     assert res["ok"] is True, res
     assert any("sudo l7fastctl check" in w and str(jwks) in w for w in res["warnings"]), res["warnings"]
+    # the daemon placed the routes without reading the file for the caller
+    # (root reading files named by anyone's policy would describe them)
+    assert res["placement"] is not None, res["placement_note"]
     # root reads it, and refuses an empty key set
     out = ctl(bus, "check", f, "--policy-dir=")
     assert out.returncode == 1 and "jwt_provider \"idp\"" in out.stderr, out.stderr

@@ -10,17 +10,22 @@
 
 namespace l7fast::proxy {
 
-std::string AccessLog::escape_target(std::string_view t)
+namespace {
+
+// `t` cut at AccessLog::kMaxTarget bytes ("..." appended when cut), `"` and
+// `\` escaped with a backslash, a byte outside 0x20..0x7e as `nonprint`
+// followed by two hex digits (\x for the text format, \u00 for JSON).
+std::string escaped(std::string_view t, const char* nonprint)
 {
     static const char hex[] = "0123456789abcdef";
     std::string out;
-    const bool cut = t.size() > kMaxTarget;
-    for (unsigned char c : t.substr(0, kMaxTarget)) {
+    const bool cut = t.size() > AccessLog::kMaxTarget;
+    for (unsigned char c : t.substr(0, AccessLog::kMaxTarget)) {
         if (c == '"' || c == '\\') {
             out += '\\';
             out += static_cast<char>(c);
         } else if (c < 0x20 || c > 0x7e) {
-            out += "\\x";
+            out += nonprint;
             out += hex[c >> 4];
             out += hex[c & 15];
         } else {
@@ -31,6 +36,10 @@ std::string AccessLog::escape_target(std::string_view t)
         out += "...";
     return out;
 }
+
+}  // namespace
+
+std::string AccessLog::escape_target(std::string_view t) { return escaped(t, "\\x"); }
 
 std::string AccessLog::format(const AccessEntry& e)
 {
@@ -57,26 +66,7 @@ namespace {
 // cut), or null when empty.
 std::string json_string(std::string_view v)
 {
-    if (v.empty())
-        return "null";
-    static const char hex[] = "0123456789abcdef";
-    std::string out = "\"";
-    const bool cut = v.size() > AccessLog::kMaxTarget;
-    for (unsigned char c : v.substr(0, AccessLog::kMaxTarget)) {
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += static_cast<char>(c);
-        } else if (c < 0x20 || c > 0x7e) {
-            out += "\\u00";
-            out += hex[c >> 4];
-            out += hex[c & 15];
-        } else {
-            out += static_cast<char>(c);
-        }
-    }
-    if (cut)
-        out += "...";
-    return out + "\"";
+    return v.empty() ? std::string("null") : "\"" + escaped(v, "\\u00") + "\"";
 }
 
 std::string rfc3339_ms(std::chrono::system_clock::time_point t)

@@ -266,15 +266,17 @@ void Daemon::on_access_event(const l7_event& ev)
     std::string_view cluster;
     if (const policy::SocketAddress* a = server_->pool().address_of(static_cast<uint32_t>(ev.arg[0] >> 48))) {
         e.endpoint = a->str();
-        const policy::Policy* pol = rt_ ? &rt_->policy() : nullptr;
-        for (size_t i = 0; pol && i < pol->routes.size() && cluster.empty(); i++) {
-            if (pol->routes[i].name != route)
+        // the route's clusters by index, as the pipeline state holds them
+        const size_t n_routes = rt_ ? rt_->route_clusters.size() : 0;
+        for (size_t i = 0; i < n_routes && cluster.empty(); i++) {
+            if (rt_->policy().routes[i].name != route)
                 continue;
-            for (const auto& wc : pol->routes[i].clusters)
-                if (const policy::Cluster* c = pol->find_cluster(wc.cluster))
-                    for (const auto& ep : c->endpoints)
-                        if (ep.address == *a && cluster.empty())
-                            cluster = c->name;
+            for (size_t ci : rt_->route_clusters[i]) {
+                const policy::Cluster& c = rt_->policy().clusters[ci];
+                for (const auto& ep : c.endpoints)
+                    if (ep.address == *a && cluster.empty())
+                        cluster = c.name;
+            }
         }
     }
     e.cluster = cluster;

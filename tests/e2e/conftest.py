@@ -20,6 +20,10 @@ def env(request):
     yield e
     warnings = e.kernel_warnings()
     e.close()
+    # a backend thread left running would answer, in a later module, bytes
+    # it has no business seeing (seen: one module's backend answering
+    # another's request)
+    l7env.RawBackend.close_all()
     assert not warnings, "kernel warnings during the test:\n" + "\n".join(warnings)
 
 

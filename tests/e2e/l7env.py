@@ -163,6 +163,10 @@ def hs256(payload, secret, header=None):
 
 
 class RawBackend:
+    # every backend not closed yet: a module's env closes those it leaves
+    # open (close_all), so that none of them outlives its module
+    live = set()
+
     """An HTTP/1.1 server on a raw socket, for tests that need the exact
     bytes a backend receives: each Content-Length-framed request is answered
     with answer(head, body) (head with its final CRLF); every chunk received
@@ -180,10 +184,21 @@ class RawBackend:
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(64)
         self.port = self.sock.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
+        self.lock = threading.Lock()
+        self.conns = set()
+        self.threads = []
+        self.closed = False
+        RawBackend.live.add(self)
+        self._start(self._accept)
 
     def address(self):
         return f"127.0.0.1:{self.port}"
+
+    def _start(self, target, *args):
+        t = threading.Thread(target=target, args=args, daemon=True)
+        with self.lock:
+            self.threads.append(t)
+        t.start()
 
     def _accept(self):
         while True:
@@ -191,7 +206,12 @@ class RawBackend:
                 c, _ = self.sock.accept()
             except OSError:
                 return
-            threading.Thread(target=self._serve, args=(c,), daemon=True).start()
+            with self.lock:
+                if self.closed:
+                    c.close()
+                    return
+                self.conns.add(c)
+            self._start(self._serve, c)
 
     def _recv(self, c):
         data = c.recv(65536)
@@ -228,12 +248,39 @@ class RawBackend:
         except OSError:
             pass
         finally:
+            with self.lock:
+                self.conns.discard(c)
             c.close()
             if self.on_close:
                 self.on_close(answers)
 
     def close(self):
+        """Stops listening and ends every connection, and waits for its
+        threads: closing a socket another thread is blocked on does not wake
+        that thread (the kernel keeps the socket open, a listener keeps
+        accepting), so each socket is shut down first."""
+        with self.lock:
+            if self.closed:
+                return
+            self.closed = True
+            conns = list(self.conns)
+        RawBackend.live.discard(self)
+        for s in [self.sock] + conns:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        with self.lock:
+            threads = list(self.threads)
+        for t in threads:
+            if t is not threading.current_thread():
+                t.join(LIVENESS)
         self.sock.close()
+
+    @classmethod
+    def close_all(cls):
+        for b in list(cls.live):
+            b.close()
 
 
 class HeldBackend(RawBackend):
@@ -268,6 +315,10 @@ class HeldBackend(RawBackend):
 
     def release(self):
         self.gate.set()
+
+    def close(self):
+        self.release()  # its threads wait for the gate
+        super().close()
 
 
 # Execs l7fastd with the given descriptors renumbered to 3, 4, ... and

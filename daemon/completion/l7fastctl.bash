@@ -13,7 +13,7 @@ _l7fastctl()
         cword=$COMP_CWORD
     fi
 
-    local commands='status reload stats routes check'
+    local commands='status reload stats routes check log-level'
     local cmd='' file='' i
     for ((i = 1; i < cword; i++)); do
         case ${words[i]} in
@@ -45,6 +45,8 @@ _l7fastctl()
     fi
     if [[ -z $cmd ]]; then
         COMPREPLY=($(compgen -W "$commands" -- "$cur"))
+    elif [[ $cmd == log-level && -z $file ]]; then
+        COMPREPLY=($(compgen -W 'error warning notice info debug reset' -- "$cur"))
     elif [[ $cmd == check && -z $file ]]; then
         if declare -F _filedir >/dev/null; then
             _filedir toml

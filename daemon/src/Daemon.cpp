@@ -24,6 +24,7 @@
 #include "policy/PolicyCompiler.hpp"
 #include "policy/PolicyLoader.hpp"
 #include "policy/Router.hpp"
+#include "policy/Text.hpp"
 #include "proxy/Pipeline.hpp"
 #include "proxy/Prepare.hpp"
 #include "proxy/ProxyServer.hpp"
@@ -228,7 +229,14 @@ void Daemon::apply(std::unique_ptr<Prepared> p)
 
 void Daemon::apply_log_level(const std::string& configured)
 {
+    policy_log_level_ = configured;
     log::Level want;
+    if (runtime_log_level_) {
+        if (log::parse_level(configured, &want) && want != *runtime_log_level_)
+            log::info("daemon.log_level = \"", configured, "\" waits: the level set with l7fastctl log-level (",
+                      log::level_name(*runtime_log_level_), ") holds until `l7fastctl log-level reset`");
+        return;
+    }
     if (opts_.log_level)
         want = *opts_.log_level;
     else if (!log::parse_level(configured, &want))
@@ -237,6 +245,36 @@ void Daemon::apply_log_level(const std::string& configured)
         return;
     log::set_level(want);
     log::notice("log level ", configured, " (daemon.log_level)");  // when it shows notices
+}
+
+control::LogLevelOutcome Daemon::log_level_in_force() const
+{
+    control::LogLevelOutcome out;
+    out.ok = true;
+    out.level = std::string(log::level_name(log::level()));
+    out.source = runtime_log_level_ ? "l7fastctl" : opts_.log_level ? "command line" : "policy";
+    return out;
+}
+
+control::LogLevelOutcome Daemon::set_log_level(const std::string& level)
+{
+    log::Level want;
+    if (level == "reset") {
+        runtime_log_level_.reset();
+        want = opts_.log_level.value_or(log::Level::Info);
+        if (!opts_.log_level)
+            log::parse_level(policy_log_level_, &want);
+    } else if (log::parse_level(level, &want)) {
+        runtime_log_level_ = want;
+    } else {
+        control::LogLevelOutcome out;
+        out.error = "unknown log level \"" + level + "\": use error, warning, notice, info, debug, or reset";
+        if (auto guess = policy::text::closest(level, {"error", "warning", "notice", "info", "debug", "reset"}))
+            out.error += " (did you mean \"" + *guess + "\"?)";
+        return out;
+    }
+    log::set_level(want);
+    return log_level_in_force();
 }
 
 std::string Daemon::stats_route_name(uint32_t stats_id) const
@@ -642,6 +680,9 @@ control::StatusInfo Daemon::status()
     s.connections = server_->sessions();
     s.upstream_connections = server_->pool().open_connections();
     s.last_reload_error = last_reload_error_;
+    const control::LogLevelOutcome lv = log_level_in_force();
+    s.log_level = lv.level;
+    s.log_level_source = lv.source;
     s.warnings = file_warnings_;
     s.warnings.insert(s.warnings.end(), content_warnings_.begin(), content_warnings_.end());
     return s;

@@ -59,6 +59,7 @@ public:
     std::vector<control::RouteInfo> routes() override;
     control::StatsSnapshot stats() override;
     control::CheckOutcome check_policy(const std::string& path) override;
+    control::LogLevelOutcome set_log_level(const std::string& level) override;
 
     // Loading and compiling without applying (also for `l7fastctl check`).
     struct Prepared;
@@ -69,6 +70,8 @@ private:
     std::unique_ptr<Prepared> prepare(policy::Policy pol, std::string* error);
     void apply(std::unique_ptr<Prepared> p);
     void apply_log_level(const std::string& configured);
+    // The level in force and where it comes from (LogLevelOutcome::source).
+    control::LogLevelOutcome log_level_in_force() const;
     void watch_events();
     void arm_events();
     void schedule_tick();
@@ -100,6 +103,10 @@ private:
     std::vector<control::RouteInfo> placement_;
     std::string degraded_reason_;
     std::string last_reload_error_;
+    // l7fastctl log-level: wins over --log-level and daemon.log_level until
+    // `l7fastctl log-level reset` or a restart
+    std::optional<log::Level> runtime_log_level_;
+    std::string policy_log_level_;  // daemon.log_level of the policy in force
     // unsafe permissions of the policy files (policy/FileSafety.hpp)
     std::vector<std::string> file_warnings_;     // policy files others can change
     std::vector<std::string> content_warnings_;  // of the policy in effect

@@ -136,6 +136,39 @@ int cmd_routes(ManagerClient& c, bool json)
     return kExitOk;
 }
 
+// Without a level: the one in force (GetStatus). With one: SetLogLevel.
+int cmd_log_level(ManagerClient& c, const std::optional<std::string>& level, bool json)
+{
+    Reply reply;
+    LogLevelOutcome out;
+    if (level) {
+        if (auto f = call(c, "SetLogLevel", level->c_str(), kCallTimeoutUsec, &reply))
+            return fail(*f);
+        if (int r = codec::read_log_level(reply.get(), &out); r < 0)
+            return bad_reply("SetLogLevel", r);
+    } else {
+        if (auto f = call(c, "GetStatus", nullptr, kCallTimeoutUsec, &reply))
+            return fail(*f);
+        StatusInfo st;
+        if (int r = codec::read_status(reply.get(), &st); r < 0)
+            return bad_reply("GetStatus", r);
+        if (st.log_level.empty()) {
+            std::cerr << "l7fastctl: l7fastd does not report its log level: is it an older version?\n";
+            return kExitFailed;
+        }
+        out.level = st.log_level;
+        out.source = st.log_level_source;
+    }
+    if (json) {
+        JsonWriter w;
+        w.begin_object().key("level").value(out.level).key("source").value(out.source).end_object();
+        std::cout << w.str() << "\n";
+    } else {
+        std::cout << "Log level: " << render_log_level(out.level, out.source) << "\n";
+    }
+    return kExitOk;
+}
+
 // Validates offline, as the calling user; asks the daemon for placement
 // only when the policy is valid, and carries on without it.
 int cmd_check(const CtlOptions& o)
@@ -217,6 +250,7 @@ int main(int argc, char** argv)
     case CtlCommand::Reload: return cmd_reload(client, opts->json);
     case CtlCommand::Stats: return cmd_stats(client, opts->json);
     case CtlCommand::Routes: return cmd_routes(client, opts->json);
+    case CtlCommand::LogLevel: return cmd_log_level(client, opts->level, opts->json);
     default: return kExitUsage;
     }
 }

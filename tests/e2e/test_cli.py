@@ -22,7 +22,7 @@ from l7fast_bus import (ADMIN_GID, L7FASTCTL, NOBODY, PrivateBus, Daemon, bus, c
 
 STATUS_KEYS = {"version", "state", "degraded_reason", "generation", "policy_files", "features", "uptime_sec",
                "listeners", "routes", "routes_kernel", "connections", "upstream_connections",
-               "last_reload_error", "warnings"}
+               "last_reload_error", "log_level", "log_level_source", "warnings"}
 ROUTE_KEYS = {"name", "listeners", "match", "clusters", "placement", "reason", "where"}
 STATS_KEYS = {"generation", "requests_kernel", "requests_user", "no_route", "routes", "endpoints", "counters",
               "refused"}
@@ -434,7 +434,9 @@ printf '%s\\n' "${{COMPREPLY[@]}}"
 
 
 def test_bash_completion(workdir):
-    assert complete(["l7fastctl", ""]) == ["check", "reload", "routes", "stats", "status"]
+    assert complete(["l7fastctl", ""]) == ["check", "log-level", "reload", "routes", "stats", "status"]
+    assert complete(["l7fastctl", "log-level", ""]) == ["debug", "error", "info", "notice", "reset", "warning"]
+    assert complete(["l7fastctl", "log-level", "debug", ""]) == []
     assert complete(["l7fastctl", "st"]) == ["stats", "status"]
     assert "--json" in complete(["l7fastctl", "status", "--"])
     assert "--policy-dir" in complete(["l7fastctl", "check", "--"])

@@ -20,7 +20,7 @@ from l7env import wait_until
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "dbus"))
 from l7fast_bus import (ADMIN_GID, BUS_NAME, IFACE, NOBODY, OBJECT, Daemon, PrivateBus, bus, busctl,  # noqa: E402,F401
-                        call, call_json, ctl, daemon, daemon_log_on_failure, policy_body, workdir)
+                        call, call_json, ctl, ctl_json, daemon, daemon_log_on_failure, policy_body, workdir)
 
 INVALID_ARGS = "org.freedesktop.DBus.Error.InvalidArgs"
 
@@ -79,6 +79,7 @@ def test_introspection_shows_methods_properties_and_signal(bus, daemon):
     assert rows[".GetStats"] == ["method", "-", "a{sv}"]
     assert rows[".ListRoutes"] == ["method", "-", "aa{sv}"]
     assert rows[".CheckPolicy"] == ["method", "s", "bsaa{sv}"]
+    assert rows[".SetLogLevel"] == ["method", "s", "ss"]
     assert rows[".Reloaded"][:2] == ["signal", "bts"]
     assert rows[".Version"][:2] == ["property", "s"]
     assert rows[".Generation"][:2] == ["property", "t"]
@@ -267,7 +268,7 @@ def test_daemon_denies_reload_to_others_without_the_bus_policy(open_bus, open_da
     before = get_property(open_bus, "Generation")["data"]
     out = dbus_send(open_bus, "Reload", uid=NOBODY)
     assert ("Error org.freedesktop.DBus.Error.AccessDenied: Reloading the l7fast policy needs root or "
-            'membership of the group "l7fast" (you are uid 65534): run it with sudo') in out.stderr, out.stderr
+            'membership of the group "l7fast" (you are uid 65534): run `sudo l7fastctl reload`') in out.stderr, out.stderr
     assert get_property(open_bus, "Generation")["data"] == before
     assert ctl(open_bus, "reload", uid=NOBODY).returncode == 4
     assert "refused Reload from uid 65534" in open_daemon.log()
@@ -278,6 +279,73 @@ def test_daemon_allows_reload_to_the_l7fast_group_without_the_bus_policy(open_bu
     out = call(open_bus, "Reload", uid=NOBODY, groups=[ADMIN_GID])
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["data"] == [True, before + 1, ""]
+
+
+def test_bus_policy_lets_the_l7fast_group_not_others_set_the_log_level(bus, daemon):
+    out = ctl(bus, "log-level", "notice", uid=NOBODY)
+    assert out.returncode == 4, out
+    assert "changing the log level needs root" in out.stderr, out.stderr
+    assert ctl_json(bus, "status")["log_level"] == "debug"   # the fixture's --log-level
+    assert ctl(bus, "log-level", uid=NOBODY).returncode == 0  # reading it is open
+    out = ctl(bus, "log-level", "info", uid=NOBODY, groups=[ADMIN_GID])
+    assert out.returncode == 0, out.stderr
+    assert ctl(bus, "log-level", "reset").returncode == 0
+    assert ctl_json(bus, "status")["log_level"] == "debug"
+
+
+def test_daemon_denies_setting_the_log_level_to_others_without_the_bus_policy(open_bus, open_daemon):
+    out = dbus_send(open_bus, "SetLogLevel", "string:error", uid=NOBODY)
+    assert ("Error org.freedesktop.DBus.Error.AccessDenied: Changing l7fastd's log level needs root or "
+            'membership of the group "l7fast" (you are uid 65534): run `sudo l7fastctl log-level`') in out.stderr, \
+        out.stderr
+    assert ctl_json(open_bus, "status")["log_level"] == "debug"
+    assert "refused SetLogLevel from uid 65534" in open_daemon.log()
+
+
+def test_log_level_set_at_run_time_holds_over_reloads_until_reset(workdir):
+    """`l7fastctl log-level LEVEL` wins over daemon.log_level (and over
+    --log-level) until `l7fastctl log-level reset` or a restart; a reload
+    in between keeps it and says so."""
+    b = PrivateBus(workdir / "loglevel")
+    try:
+        d = Daemon(b, workdir / "loglevel-daemon", policy_body(), tag="loglevel", log_level=None,
+                   daemon_settings='log_level = "notice"')
+        try:
+            out = ctl(b, "log-level")
+            assert out.returncode == 0, out.stderr
+            assert out.stdout == "Log level: notice (daemon.log_level)\n"
+            out = ctl(b, "log-level", "debug")
+            assert out.returncode == 0, out.stderr
+            assert out.stdout == ("Log level: debug (set with l7fastctl log-level; `l7fastctl log-level reset` "
+                                  "returns to the configured one)\n")
+            assert ctl_json(b, "log-level") == {"level": "debug", "source": "l7fastctl"}
+            assert "notice: D-Bus: log level debug (l7fastctl) set by uid 0" in d.log()
+            # a reload applies the policy but not its log level; at debug,
+            # the daemon says why
+            d.header = d.header.replace('log_level = "notice"', 'log_level = "error"')
+            d.write_policy(policy_body())
+            out = ctl(b, "reload")
+            assert out.returncode == 0, out.stderr
+            assert ('info: daemon.log_level = "error" waits: the level set with l7fastctl log-level (debug) '
+                    "holds until `l7fastctl log-level reset`") in d.log()
+            status = ctl_json(b, "status")
+            assert (status["log_level"], status["log_level_source"]) == ("debug", "l7fastctl")
+            out = ctl(b, "log-level", "reset")
+            assert out.returncode == 0, out.stderr
+            assert out.stdout == "Log level: error (daemon.log_level)\n"
+            before = d.log()
+            assert ctl(b, "reload").returncode == 0
+            assert "info:" not in d.log()[len(before):]
+            # an unknown level changes nothing and says what would do
+            out = ctl(b, "log-level", "debgu")
+            assert out.returncode == 1
+            assert out.stderr == ('l7fastctl: unknown log level "debgu": use error, warning, notice, info, '
+                                  'debug, or reset (did you mean "debug"?)\n')
+            assert ctl_json(b, "log-level") == {"level": "error", "source": "policy"}
+        finally:
+            d.stop()
+    finally:
+        b.stop()
 
 
 def test_daemon_serves_again_after_the_bus_restarts(workdir):

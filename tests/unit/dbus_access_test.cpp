@@ -280,9 +280,11 @@ TEST(ReloadAccess, RootAlwaysOthersOnlyThroughTheGroup)
     EXPECT_FALSE(may_reload({kNobody, {kNobody}}));
     if (auto gid = admin_group_gid()) {
         EXPECT_TRUE(may_reload({kNobody, {kNobody, *gid}}));
-        EXPECT_NE(reload_denied_message({kNobody, {}}).find("adduser"), std::string::npos);
+        EXPECT_NE(denied_message({kNobody, {}}, "Reloading the l7fast policy", "reload").find("adduser"),
+                  std::string::npos);
     }
-    const std::string msg = reload_denied_message({kNobody, {kNobody}});
-    EXPECT_NE(msg.find("sudo"), std::string::npos);
+    const std::string msg = denied_message({kNobody, {kNobody}}, "Changing l7fastd's log level", "log-level");
+    EXPECT_EQ(msg.rfind("Changing l7fastd's log level needs root", 0), 0u) << msg;
+    EXPECT_NE(msg.find("`sudo l7fastctl log-level`"), std::string::npos) << msg;
     EXPECT_NE(msg.find("uid 65534"), std::string::npos);
 }

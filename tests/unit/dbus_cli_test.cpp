@@ -37,6 +37,14 @@ TEST(CtlCommandLine, Commands)
     EXPECT_EQ(c->command, CtlCommand::Check);
     EXPECT_EQ(c->file, "/etc/l7fast/policy.toml");
     EXPECT_FALSE(c->policy_dir);
+    c = parse({"log-level"});
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->command, CtlCommand::LogLevel);
+    EXPECT_FALSE(c->level);
+    c = parse({"log-level", "debug", "--json"});
+    ASSERT_TRUE(c);
+    EXPECT_EQ(*c->level, "debug");
+    EXPECT_TRUE(c->json);
 }
 
 TEST(CtlCommandLine, OptionsGoAnywhere)
@@ -71,6 +79,10 @@ TEST(CtlCommandLine, UsageErrorsSayWhat)
     EXPECT_EQ(e, "check needs a policy file");
     EXPECT_FALSE(parse({"check", "a", "b"}, &e));
     EXPECT_EQ(e, "check takes one argument, got \"b\"");
+    EXPECT_FALSE(parse({"log-level", "debug", "info"}, &e));
+    EXPECT_EQ(e, "log-level takes one argument, got \"info\"");
+    EXPECT_FALSE(parse({"loglevel"}, &e));
+    EXPECT_EQ(e, "unknown command \"loglevel\" (did you mean \"log-level\"?)");
     EXPECT_FALSE(parse({"status", "now"}, &e));
     EXPECT_EQ(e, "status takes no arguments, got \"now\"");
     EXPECT_FALSE(parse({"--jsn", "status"}, &e));
@@ -84,8 +96,8 @@ TEST(CtlCommandLine, UsageErrorsSayWhat)
 TEST(CtlCommandLine, UsageMentionsEveryCommandAndExitStatus)
 {
     const std::string u = usage_text();
-    for (const char* w : {"status", "reload", "stats", "routes", "check FILE", "--json", "--help", "--version",
-                          "3 l7fastd not reachable", "4 permission denied"})
+    for (const char* w : {"status", "reload", "stats", "routes", "check FILE", "log-level [LEVEL]", "--json",
+                          "--help", "--version", "3 l7fastd not reachable", "4 permission denied"})
         EXPECT_NE(u.find(w), std::string::npos) << w;
 }
 
@@ -117,6 +129,12 @@ TEST(CtlBusErrors, AccessDeniedIsExit4AndReloadSaysWhatToDo)
     EXPECT_NE(f.message.find("sudo l7fastctl reload"), std::string::npos);
     EXPECT_NE(f.message.find("adduser $USER l7fast"), std::string::npos);
     EXPECT_EQ(classify_call_error("GetStats", nullptr, nullptr, -EACCES).exit_status, kExitDenied);
+    f = classify_call_error("SetLogLevel", "org.freedesktop.DBus.Error.AccessDenied", "Rejected send message",
+                            -EACCES);
+    EXPECT_EQ(f.exit_status, kExitDenied);
+    EXPECT_EQ(f.message, "permission denied: changing the log level needs root or membership of the group "
+                         "\"l7fast\": run `sudo l7fastctl log-level LEVEL`, or have an administrator add you "
+                         "with `adduser $USER l7fast` (then log in again)");
 }
 
 TEST(CtlBusErrors, OtherErrorsAreExit1WithTheDaemonsSentence)
@@ -258,6 +276,15 @@ TEST(CtlRender, StatusShowsSharesAndTheLastReloadError)
     EXPECT_NE(render_status(s, nullptr).find("Warnings:       /a: first\n                /b: second\n"),
               std::string::npos);
     EXPECT_EQ(render_status(s, nullptr).find("Requests:"), std::string::npos);
+    EXPECT_EQ(render_status(s, nullptr).find("Log level:"), std::string::npos);  // an older l7fastd
+    s.log_level = "debug";
+    s.log_level_source = "l7fastctl";
+    EXPECT_NE(render_status(s, nullptr)
+                  .find("Log level:      debug (set with l7fastctl log-level; `l7fastctl log-level reset` "
+                        "returns to the configured one)\n"),
+              std::string::npos);
+    EXPECT_EQ(render_log_level("info", "policy"), "info (daemon.log_level)");
+    EXPECT_EQ(render_log_level("debug", "command line"), "debug (l7fastd's --log-level or --trace)");
 }
 
 TEST(CtlRender, CheckJsonCarriesEveryErrorField)

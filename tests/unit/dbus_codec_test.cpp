@@ -47,6 +47,18 @@ protected:
         EXPECT_GE(codec::write_json(m_, w), 0);
         return w.str();
     }
+    // in appended with append, sealed, checked against signature and read
+    // back with read
+    template <class T, class Append, class Read>
+    T round_trip(const T& in, Append append, Read read, const char* signature)
+    {
+        EXPECT_GE(append(m_, in), 0);
+        seal();
+        EXPECT_STREQ(sd_bus_message_get_signature(m_, 1), signature);
+        T out;
+        EXPECT_GE(read(m_, &out), 0);
+        return out;
+    }
 
     sd_bus* bus_ = nullptr;
     sd_bus_message* m_ = nullptr;
@@ -69,6 +81,8 @@ StatusInfo sample_status()
     s.connections = 3;
     s.upstream_connections = 10;
     s.last_reload_error = "p.toml:1:2: x: bad";
+    s.log_level = "debug";
+    s.log_level_source = "l7fastctl";
     s.warnings = {"/etc/l7fast/policy.toml: the policy file is writable by every user"};
     return s;
 }
@@ -139,6 +153,8 @@ TEST_F(BusMessage, StatusRoundTrips)
     EXPECT_EQ(out.connections, in.connections);
     EXPECT_EQ(out.upstream_connections, in.upstream_connections);
     EXPECT_EQ(out.last_reload_error, in.last_reload_error);
+    EXPECT_EQ(out.log_level, in.log_level);
+    EXPECT_EQ(out.log_level_source, in.log_level_source);
     EXPECT_EQ(out.warnings, in.warnings);
 }
 
@@ -151,7 +167,7 @@ TEST_F(BusMessage, StatusJsonHasTheDocumentedKeysInOrder)
               R"("policy_files":["/etc/l7fast/policy.toml","/etc/l7fast/policy.d/10-a.toml"],)"
               R"("features":{"sk_msg":"yes","kfuncs":"no, module missing"},"uptime_sec":3723,"listeners":2,)"
               R"("routes":5,"routes_kernel":4,"connections":3,"upstream_connections":10,)"
-              R"("last_reload_error":"p.toml:1:2: x: bad",)"
+              R"("last_reload_error":"p.toml:1:2: x: bad","log_level":"debug","log_level_source":"l7fastctl",)"
               R"("warnings":["/etc/l7fast/policy.toml: the policy file is writable by every user"]})");
 }
 
@@ -296,17 +312,25 @@ TEST_F(BusMessage, CheckOutcomeRoundTrips)
     CheckOutcome in;
     in.ok = true;
     in.placement = sample_routes();
-    ASSERT_GE(codec::append_check(m_, in), 0);
-    seal();
-    EXPECT_STREQ(sd_bus_message_get_signature(m_, 1), "bsaa{sv}");
-    CheckOutcome out;
-    ASSERT_GE(codec::read_check(m_, &out), 0);
+    const CheckOutcome out = round_trip(in, codec::append_check, codec::read_check, "bsaa{sv}");
     EXPECT_TRUE(out.ok);
     EXPECT_EQ(out.errors, "");
     ASSERT_EQ(out.placement.size(), 2u);
     expect_route_eq(out.placement[1], in.placement[1]);
     EXPECT_EQ(out.routes, 2u);
     EXPECT_EQ(out.routes_kernel, 1u);
+}
+
+TEST_F(BusMessage, LogLevelRoundTrips)
+{
+    LogLevelOutcome in;
+    in.ok = true;
+    in.level = "warning";
+    in.source = "command line";
+    const LogLevelOutcome out = round_trip(in, codec::append_log_level, codec::read_log_level, "ss");
+    EXPECT_TRUE(out.ok);
+    EXPECT_EQ(out.level, "warning");
+    EXPECT_EQ(out.source, "command line");
 }
 
 TEST_F(BusMessage, ReloadOutcomeRoundTrips)

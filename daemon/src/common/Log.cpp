@@ -29,35 +29,36 @@ bool stderr_is_journal()
     return st.st_dev == dev && st.st_ino == ino;
 }
 
-const char* level_name(Level lv)
-{
-    switch (lv) {
-    case Level::Error: return "error";
-    case Level::Warning: return "warning";
-    case Level::Notice: return "notice";
-    case Level::Info: return "info";
-    case Level::Debug: return "debug";
-    }
-    return "info";
-}
-
 }  // namespace
 
 void set_level(Level level) { g_level.store(level); }
 Level level() { return g_level.load(); }
 
+namespace {
+
+constexpr std::pair<std::string_view, Level> kLevelNames[] = {
+    {"error", Level::Error}, {"warning", Level::Warning}, {"notice", Level::Notice},
+    {"info", Level::Info}, {"debug", Level::Debug}};
+
+}  // namespace
+
 bool parse_level(std::string_view text, Level* out)
 {
-    static constexpr std::pair<std::string_view, Level> names[] = {
-        {"error", Level::Error}, {"warning", Level::Warning}, {"notice", Level::Notice},
-        {"info", Level::Info}, {"debug", Level::Debug}};
-    for (const auto& [name, lv] : names) {
+    for (const auto& [name, lv] : kLevelNames) {
         if (text == name) {
             *out = lv;
             return true;
         }
     }
     return false;
+}
+
+std::string_view level_name(Level level)
+{
+    for (const auto& [name, lv] : kLevelNames)
+        if (lv == level)
+            return name;
+    return "info";
 }
 
 void write(Level lv, std::string_view message)

@@ -14,6 +14,8 @@ void set_level(Level level);
 Level level();
 // Parses "error", "warning", "notice", "info", "debug".
 bool parse_level(std::string_view text, Level* out);
+// The name parse_level takes for level.
+std::string_view level_name(Level level);
 void write(Level level, std::string_view message);
 
 template <class... Args>

@@ -483,6 +483,24 @@ int read_reload(sd_bus_message* m, ReloadOutcome* r)
     return 1;
 }
 
+int append_log_level(sd_bus_message* m, const LogLevelOutcome& r)
+{
+    return Appender(m).str(r.level).str(r.source).result();
+}
+
+int read_log_level(sd_bus_message* m, LogLevelOutcome* r)
+{
+    const char* level = nullptr;
+    const char* source = nullptr;
+    int rr = sd_bus_message_read(m, "ss", &level, &source);
+    if (rr < 0)
+        return rr;
+    r->ok = true;
+    r->level = level ? level : "";
+    r->source = source ? source : "";
+    return 1;
+}
+
 int append_status(sd_bus_message* m, const StatusInfo& s)
 {
     Appender a(m);
@@ -500,6 +518,8 @@ int append_status(sd_bus_message* m, const StatusInfo& s)
         .entry("connections", s.connections)
         .entry("upstream_connections", s.upstream_connections)
         .entry("last_reload_error", s.last_reload_error)
+        .entry("log_level", s.log_level)
+        .entry("log_level_source", s.log_level_source)
         .entry("warnings", "as", [&](Appender& x) { x.strv(s.warnings); })
         .close();
     return a.result();
@@ -522,6 +542,8 @@ int read_status(sd_bus_message* m, StatusInfo* s)
             .u64("connections", &s->connections)
             .u64("upstream_connections", &s->upstream_connections)
             .str("last_reload_error", &s->last_reload_error)
+            .str("log_level", &s->log_level)
+            .str("log_level_source", &s->log_level_source)
             .on("warnings", "as", [&] { return read_strv(m, &s->warnings); });
         return f.r;
     });

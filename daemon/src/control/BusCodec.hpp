@@ -22,6 +22,11 @@ namespace l7fast::control::codec {
 int append_reload(sd_bus_message* m, const ReloadOutcome& r);
 int read_reload(sd_bus_message* m, ReloadOutcome* r);
 
+// SetLogLevel(s level) -> (s level, s source); an unknown level is an
+// InvalidArgs error, not a reply
+int append_log_level(sd_bus_message* m, const LogLevelOutcome& r);
+int read_log_level(sd_bus_message* m, LogLevelOutcome* r);
+
 // GetStatus() -> a{sv}
 int append_status(sd_bus_message* m, const StatusInfo& s);
 int read_status(sd_bus_message* m, StatusInfo* s);

@@ -29,7 +29,18 @@ struct StatusInfo {
     uint64_t connections = 0;       // client connections open in the slow path
     uint64_t upstream_connections = 0;
     std::string last_reload_error;  // empty when the last reload succeeded
+    std::string log_level;          // error, warning, notice, info or debug
+    std::string log_level_source;   // see LogLevelOutcome::source
     std::vector<std::string> warnings;  // unsafe permissions of the policy files
+};
+
+// SetLogLevel: the level in force afterwards and where it comes from.
+struct LogLevelOutcome {
+    bool ok = false;
+    std::string level;   // error, warning, notice, info or debug
+    std::string source;  // "l7fastctl" (SetLogLevel), "command line"
+                         // (--log-level, --trace) or "policy" (daemon.log_level)
+    std::string error;   // why a request was refused (an unknown level)
 };
 
 struct RouteInfo {
@@ -102,6 +113,9 @@ public:
     // Validates a policy file (and the drop-in directory next to it, if any)
     // without applying it.
     virtual CheckOutcome check_policy(const std::string& path) = 0;
+    // A level name, or "reset" for the configured level again; holds until
+    // the next SetLogLevel or a restart, reloads included.
+    virtual LogLevelOutcome set_log_level(const std::string& level) = 0;
 };
 
 }  // namespace l7fast::control

@@ -33,11 +33,16 @@ CallFailure classify_call_error(const std::string& method, const char* name, con
         return {kExitUnreachable, "lost the connection to the system bus (" + msg + ")"};
     if (is(name, SD_BUS_ERROR_ACCESS_DENIED) || is(name, SD_BUS_ERROR_AUTH_FAILED) ||
         is(name, SD_BUS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED) || (!name && (err == -EACCES || err == -EPERM))) {
-        if (method == "Reload")
-            return {kExitDenied, std::string("permission denied: reloading the policy needs root or membership of "
-                                             "the group \"") +
-                                     kAdminGroup + "\": run `sudo l7fastctl reload`, or have an administrator add "
-                                     "you with `adduser $USER " + kAdminGroup + "` (then log in again)"};
+        const char* what = method == "Reload"        ? "reloading the policy"
+                           : method == "SetLogLevel" ? "changing the log level"
+                                                     : nullptr;
+        const char* command = method == "Reload" ? "reload" : "log-level LEVEL";
+        if (what)
+            return {kExitDenied, std::string("permission denied: ") + what +
+                                     " needs root or membership of the group \"" + kAdminGroup +
+                                     "\": run `sudo l7fastctl " + command +
+                                     "`, or have an administrator add you with `adduser $USER " + kAdminGroup +
+                                     "` (then log in again)"};
         return {kExitDenied, "permission denied: " + msg};
     }
     if (is(name, SD_BUS_ERROR_UNKNOWN_METHOD) || is(name, SD_BUS_ERROR_UNKNOWN_OBJECT) ||

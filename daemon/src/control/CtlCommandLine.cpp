@@ -47,7 +47,7 @@ std::optional<CtlOptions> parse_command_line(const std::vector<std::string>& arg
         return std::nullopt;
     }
     const std::string& cmd = words[0];
-    size_t want_args = 0;
+    size_t want_args = 0, optional_args = 0;
     if (cmd == "status") {
         o.command = CtlCommand::Status;
     } else if (cmd == "reload") {
@@ -59,9 +59,12 @@ std::optional<CtlOptions> parse_command_line(const std::vector<std::string>& arg
     } else if (cmd == "check") {
         o.command = CtlCommand::Check;
         want_args = 1;
+    } else if (cmd == "log-level") {
+        o.command = CtlCommand::LogLevel;
+        optional_args = 1;
     } else {
         *error = "unknown command \"" + cmd + "\"";
-        if (auto guess = policy::text::closest(cmd, {"status", "reload", "stats", "routes", "check"}))
+        if (auto guess = policy::text::closest(cmd, {"status", "reload", "stats", "routes", "check", "log-level"}))
             *error += " (did you mean \"" + *guess + "\"?)";
         return std::nullopt;
     }
@@ -69,11 +72,13 @@ std::optional<CtlOptions> parse_command_line(const std::vector<std::string>& arg
         *error = cmd + " needs a policy file";
         return std::nullopt;
     }
-    if (words.size() - 1 > want_args) {
-        *error = cmd + " takes " + (want_args ? "one argument" : "no arguments") + ", got \"" +
-                 words[want_args + 1] + "\"";
+    if (words.size() - 1 > want_args + optional_args) {
+        *error = cmd + " takes " + (want_args + optional_args ? "one argument" : "no arguments") + ", got \"" +
+                 words[want_args + optional_args + 1] + "\"";
         return std::nullopt;
     }
+    if (o.command == CtlCommand::LogLevel && words.size() > 1)
+        o.level = words[1];
     if (o.policy_dir && o.command != CtlCommand::Check) {
         *error = "--policy-dir applies to check only";
         return std::nullopt;
@@ -107,6 +112,10 @@ Commands:
                       (kernel/user) and why
   check FILE          validate a policy file without the daemon; also shows
                       where each route would run when l7fastd is reachable
+  log-level [LEVEL]   show l7fastd's log level, or set it (error, warning,
+                      notice, info, debug) until `log-level reset` or a
+                      restart, reloads included (needs root or the group
+                      "l7fast")
 
 Options:
   --json              print one JSON document (stable keys) instead of text

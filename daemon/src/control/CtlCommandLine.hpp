@@ -16,12 +16,13 @@ enum ExitStatus : int {
     kExitDenied = 4,       // the caller may not do this
 };
 
-enum class CtlCommand { Status, Reload, Stats, Routes, Check, Help, Version };
+enum class CtlCommand { Status, Reload, Stats, Routes, Check, LogLevel, Help, Version };
 
 struct CtlOptions {
     CtlCommand command = CtlCommand::Help;
     bool json = false;
     std::string file;                       // check FILE
+    std::optional<std::string> level;       // log-level [LEVEL]
     std::optional<std::string> policy_dir;  // check --policy-dir DIR
 };
 

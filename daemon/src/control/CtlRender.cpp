@@ -119,6 +119,15 @@ std::string format_percent(uint64_t part, uint64_t whole)
     return buf;
 }
 
+std::string render_log_level(const std::string& level, const std::string& source)
+{
+    if (source == "l7fastctl")
+        return level + " (set with l7fastctl log-level; `l7fastctl log-level reset` returns to the configured one)";
+    if (source == "command line")
+        return level + " (l7fastd's --log-level or --trace)";
+    return level + " (daemon.log_level)";
+}
+
 std::string render_status(const StatusInfo& s, const StatsSnapshot* stats)
 {
     std::string out = "l7fastd " + s.version + ": " + s.state;
@@ -143,6 +152,8 @@ std::string render_status(const StatusInfo& s, const StatsSnapshot* stats)
     out += labelled("Connections",
                     num(s.connections) + " in the slow path, " + num(s.upstream_connections) + " upstream");
     out += labelled("Last reload", s.last_reload_error.empty() ? "ok" : "failed: " + first_line(s.last_reload_error));
+    if (!s.log_level.empty())
+        out += labelled("Log level", render_log_level(s.log_level, s.log_level_source));
     for (size_t i = 0; i < s.warnings.size(); i++)
         out += i ? std::string(16, ' ') + s.warnings[i] + "\n" : labelled("Warnings", s.warnings[i]);
     if (!s.features.empty()) {

@@ -32,6 +32,9 @@ std::string format_duration(uint64_t sec);   // "59s", "3m 04s", "2h 03m 04s", "
 std::string format_percent(uint64_t part, uint64_t whole);  // "95.0%", "-" when whole is 0
 
 // stats may be null (then no request share is shown).
+// "debug (set with l7fastctl log-level; ...)": a level and where it comes from.
+std::string render_log_level(const std::string& level, const std::string& source);
+
 std::string render_status(const StatusInfo& s, const StatsSnapshot* stats);
 std::string render_routes(const std::vector<RouteInfo>& routes);
 std::string render_stats(const StatsSnapshot& s);

@@ -149,12 +149,12 @@ bool may_reload(const CallerIdentity& who)
     return gid && who.in_group(*gid);
 }
 
-std::string reload_denied_message(const CallerIdentity& who)
+std::string denied_message(const CallerIdentity& who, const std::string& what, const std::string& command)
 {
-    std::string msg = "Reloading the l7fast policy needs root";
+    std::string msg = what + " needs root";
     if (admin_group_gid())
         msg += std::string(" or membership of the group \"") + kAdminGroup + "\"";
-    msg += " (you are uid " + std::to_string(who.uid) + "): run it with sudo";
+    msg += " (you are uid " + std::to_string(who.uid) + "): run `sudo l7fastctl " + command + "`";
     if (admin_group_gid())
         msg += std::string(", or have an administrator add you with `adduser USER ") + kAdminGroup +
                "` and log in again";

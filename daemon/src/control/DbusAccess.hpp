@@ -26,7 +26,8 @@ std::optional<gid_t> admin_group_gid();
 // Root, or a member of the group "l7fast".
 bool may_reload(const CallerIdentity& who);
 
-// What a refused caller is told: use sudo, or join the group.
-std::string reload_denied_message(const CallerIdentity& who);
+// What a refused caller is told: `what` ("Reloading the l7fast policy")
+// needs root or the group; use sudo (`l7fastctl command`), or join it.
+std::string denied_message(const CallerIdentity& who, const std::string& what, const std::string& command);
 
 }  // namespace l7fast::control

@@ -73,6 +73,21 @@ int reply_with(sd_bus_message* m, Append&& append)
     return r < 0 ? r : 1;
 }
 
+// Root or a member of the group l7fast (may_reload): 1 when admitted, with
+// *who filled in; otherwise a negative errno with *error set to what the
+// caller is told (and the refusal logged).
+int admit_admin(sd_bus_message* m, const char* member, const char* what, const char* command,
+                CallerIdentity* who, sd_bus_error* error)
+{
+    int r = query_caller(m, who, error);
+    if (r < 0)
+        return r;
+    if (may_reload(*who))
+        return 1;
+    log::notice("D-Bus: refused ", member, " from uid ", who->uid, " (neither root nor in group ", kAdminGroup, ")");
+    return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED, denied_message(*who, what, command).c_str());
+}
+
 void replace_all(std::string& s, const std::string& from, const std::string& to)
 {
     for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size())
@@ -89,7 +104,8 @@ const sd_bus_vtable DbusService::vtable_[] = {
     SD_BUS_PROPERTY("State", "s", DbusService::property_get, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
     SD_BUS_PROPERTY("Features", "a{ss}", DbusService::property_get, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
     // UNPRIVILEGED everywhere: sd-bus would otherwise admit only callers
-    // with CAP_SYS_ADMIN; Reload does its own check (root or group l7fast).
+    // with CAP_SYS_ADMIN; Reload and SetLogLevel do their own check (root or
+    // group l7fast).
     SD_BUS_METHOD_WITH_ARGS("Reload", SD_BUS_NO_ARGS,
                             SD_BUS_RESULT("b", ok, "t", generation, "s", error),
                             DbusService::method_reload, SD_BUS_VTABLE_UNPRIVILEGED),
@@ -102,6 +118,9 @@ const sd_bus_vtable DbusService::vtable_[] = {
     SD_BUS_METHOD_WITH_ARGS("CheckPolicy", SD_BUS_ARGS("s", path),
                             SD_BUS_RESULT("b", ok, "s", errors, "aa{sv}", placement),
                             DbusService::method_check_policy, SD_BUS_VTABLE_UNPRIVILEGED),
+    SD_BUS_METHOD_WITH_ARGS("SetLogLevel", SD_BUS_ARGS("s", level),
+                            SD_BUS_RESULT("s", level, "s", source),
+                            DbusService::method_set_log_level, SD_BUS_VTABLE_UNPRIVILEGED),
     SD_BUS_SIGNAL_WITH_ARGS("Reloaded", SD_BUS_ARGS("b", ok, "t", generation, "s", error), 0),
     SD_BUS_VTABLE_END,
 };
@@ -332,16 +351,30 @@ int DbusService::method_reload(sd_bus_message* m, void* userdata, sd_bus_error* 
     auto* self = static_cast<DbusService*>(userdata);
     return run_method(error, "Reload", [&] {
         CallerIdentity who;
-        int r = query_caller(m, &who, error);
-        if (r < 0)
+        if (int r = admit_admin(m, "Reload", "Reloading the l7fast policy", "reload", &who, error); r < 0)
             return r;
-        if (!may_reload(who)) {
-            log::notice("D-Bus: refused Reload from uid ", who.uid, " (neither root nor in group ", kAdminGroup, ")");
-            return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED, reload_denied_message(who).c_str());
-        }
         log::info("D-Bus: Reload requested by uid ", who.uid);
         ReloadOutcome out = self->api_.reload();
         return reply_with(m, [&](sd_bus_message* reply) { return codec::append_reload(reply, out); });
+    });
+}
+
+int DbusService::method_set_log_level(sd_bus_message* m, void* userdata, sd_bus_error* error)
+{
+    auto* self = static_cast<DbusService*>(userdata);
+    return run_method(error, "SetLogLevel", [&] {
+        const char* level = nullptr;
+        int r = sd_bus_message_read(m, "s", &level);
+        if (r < 0)
+            return r;
+        CallerIdentity who;
+        if ((r = admit_admin(m, "SetLogLevel", "Changing l7fastd's log level", "log-level", &who, error)) < 0)
+            return r;
+        LogLevelOutcome out = self->api_.set_log_level(level ? level : "");
+        if (!out.ok)
+            return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, out.error.c_str());
+        log::notice("D-Bus: log level ", out.level, " (", out.source, ") set by uid ", who.uid);
+        return reply_with(m, [&](sd_bus_message* reply) { return codec::append_log_level(reply, out); });
     });
 }
 

@@ -198,7 +198,9 @@ void Daemon::apply(std::unique_ptr<Prepared> p)
     std::unique_ptr<control::MetricsServer> metrics;
     if (want && metrics_change)
         metrics = std::make_unique<control::MetricsServer>(
-            io_, *want, [this] { return control::render_prometheus(stats(), L7FAST_VERSION); });
+            io_, *want, [this] {
+                return control::render_prometheus(stats(), status(), control::read_process_figures(), L7FAST_VERSION);
+            });
     uint32_t gen = 0;
     if (dp_)
         gen = dp_->stage(*p->tables, p->rt->listener_ids);
@@ -371,6 +373,7 @@ bool systemd_restart_pending()
 void Daemon::start()
 {
     started_ = std::chrono::steady_clock::now();
+    applied_unix_ = unix_seconds();
     policy::Policy pol;
     std::string err = load_policy(opts_.config, opts_.policy_dir, &pol);
     if (!err.empty())
@@ -593,9 +596,11 @@ control::ReloadOutcome Daemon::reload()
 {
     control::ReloadOutcome out;
     sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu", static_cast<unsigned long long>(monotonic_usec()));
+    last_reload_unix_ = unix_seconds();
     auto fail = [&](const std::string& e) {
         log::error("reload failed, still running generation ", generation_, ":\n", e);
         last_reload_error_ = e;
+        reloads_failed_++;
         out.ok = false;
         out.error = e;
         out.generation = generation_;
@@ -629,6 +634,8 @@ control::ReloadOutcome Daemon::reload()
     if (dp_)
         dp_->set_ingress_budget(nd.ingress_budget);
     last_reload_error_.clear();
+    reloads_ok_++;
+    applied_unix_ = last_reload_unix_;
     check_policy_content(rt_->policy());
     out.ok = true;
     out.generation = generation_;
@@ -680,6 +687,10 @@ control::StatusInfo Daemon::status()
     s.connections = server_->sessions();
     s.upstream_connections = server_->pool().open_connections();
     s.last_reload_error = last_reload_error_;
+    s.reloads_ok = reloads_ok_;
+    s.reloads_failed = reloads_failed_;
+    s.applied_unix = applied_unix_;
+    s.last_reload_unix = last_reload_unix_;
     const control::LogLevelOutcome lv = log_level_in_force();
     s.log_level = lv.level;
     s.log_level_source = lv.source;
@@ -801,6 +812,11 @@ control::StatsSnapshot Daemon::stats()
             es.status[j] = k.status[j];
         es.bytes_out = k.bytes_out;
         es.latency.assign(std::begin(k.latency), std::end(k.latency));
+        const proxy::PoolFigures f = server_->pool().figures(pool);
+        es.kernel_idle = f.idle;
+        es.kernel_busy = f.slots - f.idle;
+        es.user_idle = f.private_idle;
+        es.user_busy = f.private_open > f.private_idle ? f.private_open - f.private_idle : 0;
     }
     return out;
 }

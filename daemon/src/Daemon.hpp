@@ -103,6 +103,8 @@ private:
     std::vector<control::RouteInfo> placement_;
     std::string degraded_reason_;
     std::string last_reload_error_;
+    uint64_t reloads_ok_ = 0, reloads_failed_ = 0;
+    uint64_t applied_unix_ = 0, last_reload_unix_ = 0;
     // l7fastctl log-level: wins over --log-level and daemon.log_level until
     // `l7fastctl log-level reset` or a restart
     std::optional<log::Level> runtime_log_level_;

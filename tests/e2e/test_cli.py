@@ -22,12 +22,13 @@ from l7fast_bus import (ADMIN_GID, L7FASTCTL, NOBODY, PrivateBus, Daemon, bus, c
 
 STATUS_KEYS = {"version", "state", "degraded_reason", "generation", "policy_files", "features", "uptime_sec",
                "listeners", "routes", "routes_kernel", "connections", "upstream_connections",
-               "last_reload_error", "log_level", "log_level_source", "warnings"}
+               "last_reload_error", "reloads_ok", "reloads_failed", "applied_unix", "last_reload_unix",
+               "log_level", "log_level_source", "warnings"}
 ROUTE_KEYS = {"name", "listeners", "match", "clusters", "placement", "reason", "where"}
 STATS_KEYS = {"generation", "requests_kernel", "requests_user", "no_route", "routes", "endpoints", "counters",
               "refused"}
 ENDPOINT_STATS_KEYS = {"address", "clusters", "requests_kernel", "requests_user", "responses", "bytes_out",
-                       "latency_buckets"}
+                       "latency_buckets", "kernel_idle", "kernel_busy", "user_idle", "user_busy"}
 ROUTE_STATS_KEYS = {"name", "placement", "requests_kernel", "requests_user", "responses", "bytes_in",
                     "bytes_out", "latency_buckets", "rejected", "rbac_denied_by_rule", "direct_responses"}
 NOT_RUNNING = ("l7fastd is not running (no org.l7fast.Manager1 on the system bus): "

@@ -5,7 +5,9 @@ reload (a bind failure fails the reload and keeps the old one); the sampled
 access log writes one line per request (kernel and slow path) with sample 1
 and none with 0."""
 import json
+import os
 import re
+import resource
 import socket
 import time
 
@@ -174,6 +176,46 @@ def test_metrics_match_stats_and_the_requests_sent(env, web):
     handed = {dict(lab)["reason"]: v for (n, lab), v in m.items() if n == "l7fast_dataplane_to_slow_path_total" and v}
     assert handed == {"route_user": 5}, handed
     assert get(m, "l7fast_dataplane_events_total", event="requests_kernel") == 12
+
+
+def process_start_time(pid):
+    """/proc/PID/stat's start time as Unix seconds (process_start_time_seconds)."""
+    stat = open(f"/proc/{pid}/stat").read()
+    fields = stat[stat.rindex(")") + 2:].split()   # from field 3 on
+    start_ticks = int(fields[22 - 3])
+    btime = next(int(line.split()[1]) for line in open("/proc/stat") if line.startswith("btime "))
+    return btime + start_ticks // os.sysconf("SC_CLK_TCK")
+
+
+def test_daemon_state_reloads_pools_and_process_figures(env, web):
+    """The daemon's own families agree with GetStatus, the pool gauges with
+    the data plane's slot states, process_* with /proc."""
+    env.daemon.wait_idle(*env.endpoints)
+    pools = lambda: {a: env.daemon.pool_states(a) for a in env.endpoints}  # noqa: E731
+    before = pools()
+    m = scrape(env.metrics_port)
+    rc, out, err = env.ctl("--json", "status")
+    assert rc == 0, err
+    status = json.loads(out)
+    assert get(m, "l7fast_daemon_state", state=status["state"]) == 1
+    assert get(m, "l7fast_daemon_state", state={"running": "degraded", "degraded": "running"}[status["state"]]) == 0
+    assert get(m, "l7fast_policy_applied_timestamp_seconds") == status["applied_unix"] > 0
+    assert get(m, "l7fast_reloads_total", result="ok") == status["reloads_ok"]
+    assert get(m, "l7fast_reloads_total", result="failed") == status["reloads_failed"]
+    assert get(m, "l7fast_reload_last_success") == (status["last_reload_error"] == "")
+    assert ("l7fast_slow_path_connections", frozenset()) in m
+    # no traffic meanwhile: the pools did not move, and the gauges say what
+    # the data plane's slot states said
+    if pools() == before:
+        for a in env.endpoints:
+            assert get(m, "l7fast_endpoint_connections", endpoint=a, pool="kernel", state="idle") == \
+                before[a].get("IDLE", 0) >= 1
+    pid = env.daemon.proc.pid
+    assert get(m, "process_start_time_seconds") == process_start_time(pid)
+    assert get(m, "process_max_fds") == resource.prlimit(pid, resource.RLIMIT_NOFILE)[0]
+    assert 0 < get(m, "process_open_fds") <= get(m, "process_max_fds")
+    assert get(m, "process_resident_memory_bytes") > 0
+    assert get(m, "process_cpu_seconds_total") > 0
 
 
 def test_per_endpoint_figures_add_up_to_the_routes_and_match_metrics(env, web):

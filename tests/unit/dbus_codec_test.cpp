@@ -167,7 +167,8 @@ TEST_F(BusMessage, StatusJsonHasTheDocumentedKeysInOrder)
               R"("policy_files":["/etc/l7fast/policy.toml","/etc/l7fast/policy.d/10-a.toml"],)"
               R"("features":{"sk_msg":"yes","kfuncs":"no, module missing"},"uptime_sec":3723,"listeners":2,)"
               R"("routes":5,"routes_kernel":4,"connections":3,"upstream_connections":10,)"
-              R"("last_reload_error":"p.toml:1:2: x: bad","log_level":"debug","log_level_source":"l7fastctl",)"
+              R"("last_reload_error":"p.toml:1:2: x: bad","reloads_ok":0,"reloads_failed":0,"applied_unix":0,)"
+              R"("last_reload_unix":0,"log_level":"debug","log_level_source":"l7fastctl",)"
               R"("warnings":["/etc/l7fast/policy.toml: the policy file is writable by every user"]})");
 }
 
@@ -247,6 +248,10 @@ TEST_F(BusMessage, StatsEndpointsRoundTripAndJson)
     e.status[5] = 1;
     e.bytes_out = 900;
     e.latency = {1, 0, 8};
+    e.kernel_idle = 4;
+    e.kernel_busy = 1;
+    e.user_idle = 2;
+    e.user_busy = 3;
     in.endpoints.push_back(e);
     ASSERT_GE(codec::append_stats(m_, in), 0);
     seal();
@@ -262,12 +267,17 @@ TEST_F(BusMessage, StatsEndpointsRoundTripAndJson)
         EXPECT_EQ(o.status[i], e.status[i]) << i;
     EXPECT_EQ(o.bytes_out, 900u);
     EXPECT_EQ(o.latency, e.latency);
+    EXPECT_EQ(o.kernel_idle, 4u);
+    EXPECT_EQ(o.kernel_busy, 1u);
+    EXPECT_EQ(o.user_idle, 2u);
+    EXPECT_EQ(o.user_busy, 3u);
     sd_bus_message_rewind(m_, 1);
     EXPECT_EQ(json(),
               R"({"generation":1,"requests_kernel":0,"requests_user":0,"no_route":0,"routes":[],"endpoints":[)"
               R"({"address":"127.0.0.1:9001","clusters":"app,canary","requests_kernel":7,"requests_user":2,)"
               R"("responses":{"1xx":0,"2xx":8,"3xx":0,"4xx":0,"5xx":1,"other":0},"bytes_out":900,)"
-              R"("latency_buckets":[1,0,8]}],"counters":{},"refused":{}})");
+              R"("latency_buckets":[1,0,8],"kernel_idle":4,"kernel_busy":1,"user_idle":2,"user_busy":3}],)"
+              R"("counters":{},"refused":{}})");
 }
 
 TEST_F(BusMessage, RoutesRoundTripInOrder)

@@ -2,6 +2,8 @@
 // handling, and the access log's line format and rate cap.
 #include <gtest/gtest.h>
 
+#include <ctime>
+
 #include "common/Log.hpp"
 #include "control/Metrics.hpp"
 #include "l7_common.h"
@@ -336,6 +338,10 @@ TEST(Metrics, EndpointFamilies)
     ep.bytes_out = 512;
     ep.latency.assign(L7_LAT_BUCKETS, 0);
     ep.latency[2] = 4;
+    ep.kernel_idle = 5;
+    ep.kernel_busy = 2;
+    ep.user_idle = 1;
+    ep.user_busy = 0;
     s.endpoints.push_back(ep);
     std::string text = control::render_prometheus(s, "x");
     for (const char* line : {
@@ -349,6 +355,69 @@ TEST(Metrics, EndpointFamilies)
              "l7fast_endpoint_response_latency_seconds_bucket{endpoint=\"[::1]:9001\",le=\"0.000008192\"} 4\n",
              "l7fast_endpoint_response_latency_seconds_bucket{endpoint=\"[::1]:9001\",le=\"+Inf\"} 4\n",
              "l7fast_endpoint_response_latency_seconds_count{endpoint=\"[::1]:9001\"} 4\n",
-             "# TYPE l7fast_endpoint_response_latency_seconds histogram\n"})
+             "# TYPE l7fast_endpoint_response_latency_seconds histogram\n",
+             "l7fast_endpoint_connections{endpoint=\"[::1]:9001\",pool=\"kernel\",state=\"idle\"} 5\n"
+             "l7fast_endpoint_connections{endpoint=\"[::1]:9001\",pool=\"kernel\",state=\"busy\"} 2\n"
+             "l7fast_endpoint_connections{endpoint=\"[::1]:9001\",pool=\"user\",state=\"idle\"} 1\n"
+             "l7fast_endpoint_connections{endpoint=\"[::1]:9001\",pool=\"user\",state=\"busy\"} 0\n"})
         EXPECT_NE(text.find(line), std::string::npos) << line;
+}
+
+TEST(Metrics, DaemonStateReloadsAndProcess)
+{
+    control::StatusInfo st;
+    st.state = "degraded";
+    st.degraded_reason = "no \"sockmap\"";
+    st.applied_unix = 1764600000;
+    st.reloads_ok = 3;
+    st.reloads_failed = 1;
+    st.last_reload_unix = 1764600100;
+    st.last_reload_error = "p.toml:1:1: x: bad";
+    st.connections = 7;
+    const control::ProcessFigures p{.ok = true, .cpu_seconds = 1.5, .rss_bytes = 4096, .vsize_bytes = 8192,
+                                    .open_fds = 12, .max_fds = 1024, .start_time_unix = 1764599000};
+    const std::string text = control::render_prometheus(sample_snapshot(), st, p, "1.2.3");
+    // the daemon's families first, then the snapshot's, then the process's
+    EXPECT_EQ(text.rfind("# HELP l7fast_daemon_state ", 0), 0u) << text;
+    for (const char* line : {
+             "l7fast_daemon_state{state=\"running\"} 0\nl7fast_daemon_state{state=\"degraded\"} 1\n",
+             "l7fast_daemon_degraded_info{reason=\"no \\\"sockmap\\\"\"} 1\n",
+             "l7fast_policy_applied_timestamp_seconds 1764600000\n",
+             "l7fast_reloads_total{result=\"ok\"} 3\nl7fast_reloads_total{result=\"failed\"} 1\n",
+             "l7fast_reload_last_success 0\n",
+             "l7fast_reload_last_timestamp_seconds 1764600100\n",
+             "l7fast_slow_path_connections 7\n",
+             "l7fast_build_info{version=\"1.2.3\"} 1\n",
+             "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 1.50\n",
+             "process_resident_memory_bytes 4096\n",
+             "process_virtual_memory_bytes 8192\n",
+             "process_open_fds 12\n",
+             "process_max_fds 1024\n",
+             "process_start_time_seconds 1764599000\n"})
+        EXPECT_NE(text.find(line), std::string::npos) << line;
+    EXPECT_LT(text.find("l7fast_build_info"), text.find("process_cpu_seconds_total"));
+
+    // running, no reload yet, /proc unreadable: no degraded or last-reload
+    // time series, no process families
+    st = control::StatusInfo{};
+    st.state = "running";
+    const std::string plain = control::render_prometheus(sample_snapshot(), st, control::ProcessFigures{}, "x");
+    EXPECT_NE(plain.find("l7fast_daemon_state{state=\"running\"} 1\n"), std::string::npos);
+    EXPECT_NE(plain.find("l7fast_reload_last_success 1\n"), std::string::npos);
+    for (const char* absent : {"l7fast_daemon_degraded_info", "l7fast_reload_last_timestamp_seconds", "process_"})
+        EXPECT_EQ(plain.find(absent), std::string::npos) << absent;
+}
+
+TEST(Metrics, ProcessFiguresOfThisProcess)
+{
+    const control::ProcessFigures p = control::read_process_figures();
+    ASSERT_TRUE(p.ok);
+    EXPECT_GT(p.rss_bytes, 0u);
+    EXPECT_GE(p.vsize_bytes, p.rss_bytes);
+    EXPECT_GE(p.open_fds, 3u);  // at least stdin, stdout, stderr (and the directory being listed)
+    EXPECT_GE(p.max_fds, p.open_fds);
+    EXPECT_GE(p.cpu_seconds, 0.0);
+    const uint64_t now = static_cast<uint64_t>(std::time(nullptr));
+    EXPECT_LE(p.start_time_unix, now + 1);
+    EXPECT_GT(p.start_time_unix, 1600000000u);
 }

@@ -19,4 +19,13 @@ inline uint64_t monotonic_ns()
 
 inline uint64_t monotonic_usec() { return monotonic_ns() / 1000; }
 
+// Wall-clock seconds since the Unix epoch, for what operators read as dates
+// (metrics' *_timestamp_seconds).
+inline uint64_t unix_seconds()
+{
+    timespec ts{};
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return static_cast<uint64_t>(ts.tv_sec);
+}
+
 }  // namespace l7fast

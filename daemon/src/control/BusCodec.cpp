@@ -518,6 +518,10 @@ int append_status(sd_bus_message* m, const StatusInfo& s)
         .entry("connections", s.connections)
         .entry("upstream_connections", s.upstream_connections)
         .entry("last_reload_error", s.last_reload_error)
+        .entry("reloads_ok", s.reloads_ok)
+        .entry("reloads_failed", s.reloads_failed)
+        .entry("applied_unix", s.applied_unix)
+        .entry("last_reload_unix", s.last_reload_unix)
         .entry("log_level", s.log_level)
         .entry("log_level_source", s.log_level_source)
         .entry("warnings", "as", [&](Appender& x) { x.strv(s.warnings); })
@@ -542,6 +546,10 @@ int read_status(sd_bus_message* m, StatusInfo* s)
             .u64("connections", &s->connections)
             .u64("upstream_connections", &s->upstream_connections)
             .str("last_reload_error", &s->last_reload_error)
+            .u64("reloads_ok", &s->reloads_ok)
+            .u64("reloads_failed", &s->reloads_failed)
+            .u64("applied_unix", &s->applied_unix)
+            .u64("last_reload_unix", &s->last_reload_unix)
             .str("log_level", &s->log_level)
             .str("log_level_source", &s->log_level_source)
             .on("warnings", "as", [&] { return read_strv(m, &s->warnings); });
@@ -590,6 +598,10 @@ int append_stats(sd_bus_message* m, const StatsSnapshot& s)
                            .entry("responses", "a{st}", [&](Appender& y) { y.counter_map(status_classes(es.status)); })
                            .entry("bytes_out", es.bytes_out)
                            .entry("latency_buckets", "at", [&](Appender& y) { y.u64_array(es.latency); })
+                           .entry("kernel_idle", es.kernel_idle)
+                           .entry("kernel_busy", es.kernel_busy)
+                           .entry("user_idle", es.user_idle)
+                           .entry("user_busy", es.user_busy)
                            .close();
                    }
                    x.close();
@@ -610,7 +622,11 @@ static int read_endpoint_stats(sd_bus_message* m, EndpointStats* es)
             .u64("requests_user", &es->requests_user)
             .u64("bytes_out", &es->bytes_out)
             .on("responses", "a{st}", [&] { return read_status_classes(m, es->status); })
-            .on("latency_buckets", "at", [&] { return read_u64_array(m, &es->latency); });
+            .on("latency_buckets", "at", [&] { return read_u64_array(m, &es->latency); })
+            .u32("kernel_idle", &es->kernel_idle)
+            .u32("kernel_busy", &es->kernel_busy)
+            .u32("user_idle", &es->user_idle)
+            .u32("user_busy", &es->user_busy);
         return f.r;
     });
 }

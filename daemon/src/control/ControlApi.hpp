@@ -29,6 +29,11 @@ struct StatusInfo {
     uint64_t connections = 0;       // client connections open in the slow path
     uint64_t upstream_connections = 0;
     std::string last_reload_error;  // empty when the last reload succeeded
+    uint64_t reloads_ok = 0, reloads_failed = 0;  // since start
+    // when the policy in force was applied (start or the last successful
+    // reload), and when the last reload was attempted (0: none yet); Unix
+    // seconds
+    uint64_t applied_unix = 0, last_reload_unix = 0;
     std::string log_level;          // error, warning, notice, info or debug
     std::string log_level_source;   // see LogLevelOutcome::source
     std::vector<std::string> warnings;  // unsafe permissions of the policy files
@@ -83,6 +88,9 @@ struct EndpointStats {
     uint64_t status[L7_STATUS_CLASSES] = {};  // [0] other, [1..5] 1xx..5xx
     uint64_t bytes_out = 0;
     std::vector<uint64_t> latency;  // log2 buckets, as RouteStats::latency
+    // its open upstream connections now: the data plane's pool (kernel
+    // slots; opening ones count as busy) and the slow path's own
+    uint32_t kernel_idle = 0, kernel_busy = 0, user_idle = 0, user_busy = 0;
 };
 
 struct StatsSnapshot {

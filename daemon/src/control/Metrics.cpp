@@ -1,6 +1,13 @@
 #include "control/Metrics.hpp"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <vector>
 
@@ -45,6 +52,17 @@ public:
     void sample(std::string_view name, std::initializer_list<std::pair<const char*, std::string_view>> labels,
                 uint64_t value)
     {
+        sample_text(name, labels, std::to_string(value));
+    }
+    void sample_seconds(std::string_view name, double seconds)
+    {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.2f", seconds);
+        sample_text(name, {}, buf);
+    }
+    void sample_text(std::string_view name,
+                     std::initializer_list<std::pair<const char*, std::string_view>> labels, const std::string& value)
+    {
         out_ += name;
         if (labels.size()) {
             out_ += '{';
@@ -60,7 +78,7 @@ public:
             out_ += '}';
         }
         out_ += ' ';
-        out_ += std::to_string(value);
+        out_ += value;
         out_ += '\n';
     }
     // cumulative _bucket{label=value,le=...} lines from log2 bucket counts,
@@ -141,9 +159,125 @@ std::string latency_bucket_le(unsigned i)
     return std::to_string(ns / 1000000000) + (frac.empty() ? "" : "." + frac);
 }
 
+namespace {
+
+// The daemon itself: state, policy and reloads, connections.
+void render_daemon(Exposition& e, const StatusInfo& st)
+{
+    e.family("l7fast_daemon_state", "gauge",
+             "1 for the state l7fastd is in: running, or degraded (the kernel data plane not in use).");
+    const bool degraded = st.state == "degraded";
+    e.sample("l7fast_daemon_state", {{"state", "running"}}, !degraded);
+    e.sample("l7fast_daemon_state", {{"state", "degraded"}}, degraded);
+    if (degraded) {
+        e.family("l7fast_daemon_degraded_info", "gauge", "Why l7fastd is degraded (the value is always 1).");
+        e.sample("l7fast_daemon_degraded_info", {{"reason", st.degraded_reason}}, 1);
+    }
+    e.family("l7fast_policy_applied_timestamp_seconds", "gauge",
+             "When the policy in force was applied (start or the last successful reload), Unix time.");
+    e.sample("l7fast_policy_applied_timestamp_seconds", {}, st.applied_unix);
+    e.family("l7fast_reloads_total", "counter", "Reload attempts since start, by result.");
+    e.sample("l7fast_reloads_total", {{"result", "ok"}}, st.reloads_ok);
+    e.sample("l7fast_reloads_total", {{"result", "failed"}}, st.reloads_failed);
+    e.family("l7fast_reload_last_success", "gauge",
+             "1 when the last reload succeeded (or none was tried yet), 0 when it failed and the previous "
+             "policy stays in force.");
+    e.sample("l7fast_reload_last_success", {}, st.last_reload_error.empty());
+    if (st.last_reload_unix) {
+        e.family("l7fast_reload_last_timestamp_seconds", "gauge", "When the last reload was attempted, Unix time.");
+        e.sample("l7fast_reload_last_timestamp_seconds", {}, st.last_reload_unix);
+    }
+    e.family("l7fast_slow_path_connections", "gauge", "Client connections the slow path holds open.");
+    e.sample("l7fast_slow_path_connections", {}, st.connections);
+}
+
+// The process_* families of the Prometheus client libraries.
+void render_process(Exposition& e, const ProcessFigures& p)
+{
+    if (!p.ok)
+        return;
+    e.family("process_cpu_seconds_total", "counter", "User and system CPU time l7fastd used, in seconds.");
+    e.sample_seconds("process_cpu_seconds_total", p.cpu_seconds);
+    e.family("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
+    e.sample("process_resident_memory_bytes", {}, p.rss_bytes);
+    e.family("process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.");
+    e.sample("process_virtual_memory_bytes", {}, p.vsize_bytes);
+    e.family("process_open_fds", "gauge", "Open file descriptors.");
+    e.sample("process_open_fds", {}, p.open_fds);
+    e.family("process_max_fds", "gauge", "Maximum number of open file descriptors (RLIMIT_NOFILE).");
+    e.sample("process_max_fds", {}, p.max_fds);
+    e.family("process_start_time_seconds", "gauge", "Start time of the process since the Unix epoch in seconds.");
+    e.sample("process_start_time_seconds", {}, p.start_time_unix);
+}
+
+void render_stats(Exposition& e, const StatsSnapshot& s, const std::string& version);
+
+}  // namespace
+
+ProcessFigures read_process_figures()
+{
+    ProcessFigures p;
+    std::ifstream stat_file("/proc/self/stat");
+    std::string stat((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
+    // the fields after the command name, which is in parentheses and may
+    // hold anything: field 3 (state) onwards
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos)
+        return p;
+    std::istringstream rest(stat.substr(close + 1));
+    std::vector<std::string> f{"", "", ""};  // fields 1..2 skipped, f[3] = state
+    for (std::string w; rest >> w;)
+        f.push_back(w);
+    if (f.size() <= 24)
+        return p;
+    const long ticks = sysconf(_SC_CLK_TCK);
+    const long page = sysconf(_SC_PAGESIZE);
+    if (ticks <= 0 || page <= 0)
+        return p;
+    try {
+        const uint64_t utime = std::stoull(f[14]), stime = std::stoull(f[15]), start = std::stoull(f[22]);
+        p.cpu_seconds = static_cast<double>(utime + stime) / static_cast<double>(ticks);
+        p.vsize_bytes = std::stoull(f[23]);
+        p.rss_bytes = std::stoull(f[24]) * static_cast<uint64_t>(page);
+        std::ifstream system_stat("/proc/stat");
+        for (std::string line; std::getline(system_stat, line);)
+            if (line.rfind("btime ", 0) == 0)
+                p.start_time_unix = std::stoull(line.substr(6)) + start / static_cast<uint64_t>(ticks);
+    } catch (const std::exception&) {
+        return p;  // not numbers: not the /proc this was written for
+    }
+    std::error_code ec;
+    for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec); !ec && it != std::filesystem::directory_iterator();
+         it.increment(ec))
+        p.open_fds++;
+    rlimit rl{};
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+        p.max_fds = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : rl.rlim_cur;
+    p.ok = true;
+    return p;
+}
+
+std::string render_prometheus(const StatsSnapshot& s, const StatusInfo& st, const ProcessFigures& p,
+                              const std::string& version)
+{
+    Exposition e;
+    render_daemon(e, st);
+    render_stats(e, s, version);
+    render_process(e, p);
+    return e.take();
+}
+
 std::string render_prometheus(const StatsSnapshot& s, const std::string& version)
 {
     Exposition e;
+    render_stats(e, s, version);
+    return e.take();
+}
+
+namespace {
+
+void render_stats(Exposition& e, const StatsSnapshot& s, const std::string& version)
+{
     e.family("l7fast_build_info", "gauge", "l7fastd version (the value is always 1).");
     e.sample("l7fast_build_info", {{"version", version}}, 1);
     e.family("l7fast_policy_generation", "gauge",
@@ -227,6 +361,19 @@ std::string render_prometheus(const StatsSnapshot& s, const std::string& version
                  "(no _sum: the data plane counts buckets only).");
         for (const auto& ep : s.endpoints)
             e.histogram("l7fast_endpoint_response_latency_seconds", "endpoint", ep.address, ep.latency);
+        e.family("l7fast_endpoint_connections", "gauge",
+                 "Open upstream connections to the endpoint: pool kernel (the data plane's, opening ones "
+                 "counted busy) or user (the slow path's own), by state idle or busy.");
+        for (const auto& ep : s.endpoints) {
+            e.sample("l7fast_endpoint_connections", {{"endpoint", ep.address}, {"pool", "kernel"}, {"state", "idle"}},
+                     ep.kernel_idle);
+            e.sample("l7fast_endpoint_connections", {{"endpoint", ep.address}, {"pool", "kernel"}, {"state", "busy"}},
+                     ep.kernel_busy);
+            e.sample("l7fast_endpoint_connections", {{"endpoint", ep.address}, {"pool", "user"}, {"state", "idle"}},
+                     ep.user_idle);
+            e.sample("l7fast_endpoint_connections", {{"endpoint", ep.address}, {"pool", "user"}, {"state", "busy"}},
+                     ep.user_busy);
+        }
     }
     e.family("l7fast_requests_no_route_total", "counter",
              "Requests that matched no route (answered 404 by the slow path).");
@@ -255,8 +402,9 @@ std::string render_prometheus(const StatsSnapshot& s, const std::string& version
                 e.sample("l7fast_dataplane_to_slow_path_total", {{"reason", std::string_view(k).substr(slow.size())}},
                          v);
     }
-    return e.take();
 }
+
+}  // namespace
 
 std::string MetricsServer::respond(std::string_view head, const std::function<std::string()>& render)
 {

@@ -23,9 +23,22 @@ std::string prometheus_label_value(std::string_view v);
 // Upper bound of latency bucket `i` (l7_lat_bucket) in seconds, as written
 // in `le`: "0.000002048" ... "0.033554432"; "+Inf" for the last one.
 std::string latency_bucket_le(unsigned i);
-// The whole exposition for one snapshot. `placement` is each route's
-// "kernel" or "user" (RouteStats::kernel).
+// Figures of the l7fastd process itself (/proc/self), exposed in the
+// process_* families the Prometheus client libraries use. ok is false when
+// /proc could not be read.
+struct ProcessFigures {
+    bool ok = false;
+    double cpu_seconds = 0;
+    uint64_t rss_bytes = 0, vsize_bytes = 0, open_fds = 0, max_fds = 0, start_time_unix = 0;
+};
+ProcessFigures read_process_figures();
+
+// The exposition of one stats snapshot: routes, endpoints, data plane.
 std::string render_prometheus(const StatsSnapshot& s, const std::string& version);
+// What l7fastd serves: the daemon's state, reloads and connections, the
+// snapshot, and the process figures.
+std::string render_prometheus(const StatsSnapshot& s, const StatusInfo& st, const ProcessFigures& p,
+                              const std::string& version);
 
 // GET /metrics (and HEAD) on one address, on the daemon's io_context. Each
 // connection: one request head of at most 8 KiB within 5 seconds, one

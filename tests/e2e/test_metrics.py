@@ -140,14 +140,14 @@ def test_metrics_match_stats_and_the_requests_sent(env, web):
     assert get(m, "l7fast_route_info", route="user", placement="user") == 1
     kern, user = st["routes"]["kern"], st["routes"]["user"]
     # what was sent (the daemon is fresh): kernel requests on the kernel path
-    assert get(m, "l7fast_route_requests_total", route="kern", path="kernel") == 12
-    assert get(m, "l7fast_route_requests_total", route="kern", path="user") == 0
-    assert get(m, "l7fast_route_requests_total", route="user", path="user") == 5
+    assert get(m, "l7fast_route_requests_total", route="kern", plane="kernel") == 12
+    assert get(m, "l7fast_route_requests_total", route="kern", plane="user") == 0
+    assert get(m, "l7fast_route_requests_total", route="user", plane="user") == 5
     assert get(m, "l7fast_route_responses_total", route="kern", **{"class": "2xx"}) == 12
     assert get(m, "l7fast_route_responses_total", route="user", **{"class": "2xx"}) == 5
     for name, r in (("kern", kern), ("user", user)):
-        assert get(m, "l7fast_route_requests_total", route=name, path="kernel") == r["requests_kernel"]
-        assert get(m, "l7fast_route_requests_total", route=name, path="user") == r["requests_user"]
+        assert get(m, "l7fast_route_requests_total", route=name, plane="kernel") == r["requests_kernel"]
+        assert get(m, "l7fast_route_requests_total", route=name, plane="user") == r["requests_user"]
         for cls, v in r["responses"].items():
             assert get(m, "l7fast_route_responses_total", route=name, **{"class": cls}) == v
         assert get(m, "l7fast_route_request_bytes_total", route=name) == r["bytes_in"] > 0
@@ -244,8 +244,8 @@ def test_per_endpoint_figures_add_up_to_the_routes_and_match_metrics(env, web):
         moved = {k: eps[addr][k] - before.get(addr, {}).get(k, 0) for k in ("requests_kernel", "requests_user")}
         assert moved == {"requests_kernel": 7, "requests_user": 2}, (addr, moved)
     for addr, e in eps.items():
-        assert get(m, "l7fast_endpoint_requests_total", endpoint=addr, path="kernel") == e["requests_kernel"]
-        assert get(m, "l7fast_endpoint_requests_total", endpoint=addr, path="user") == e["requests_user"]
+        assert get(m, "l7fast_endpoint_requests_total", endpoint=addr, plane="kernel") == e["requests_kernel"]
+        assert get(m, "l7fast_endpoint_requests_total", endpoint=addr, plane="user") == e["requests_user"]
         assert get(m, "l7fast_endpoint_response_bytes_total", endpoint=addr) == e["bytes_out"]
         for cls, v in e["responses"].items():
             assert get(m, "l7fast_endpoint_responses_total", endpoint=addr, **{"class": cls}) == v

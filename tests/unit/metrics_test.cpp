@@ -56,10 +56,10 @@ l7fast_policy_generation 3
 # HELP l7fast_route_info Where a route of the policy in force runs: placement kernel or user (the slow path).
 # TYPE l7fast_route_info gauge
 l7fast_route_info{route="api",placement="kernel"} 1
-# HELP l7fast_route_requests_total Requests matched to the route, by the path that handled them (kernel or user).
+# HELP l7fast_route_requests_total Requests matched to the route, by the plane that handled them: kernel (the data plane) or user (the slow path).
 # TYPE l7fast_route_requests_total counter
-l7fast_route_requests_total{route="api",path="kernel"} 5
-l7fast_route_requests_total{route="api",path="user"} 2
+l7fast_route_requests_total{route="api",plane="kernel"} 5
+l7fast_route_requests_total{route="api",plane="user"} 2
 # HELP l7fast_route_responses_total Responses to the route's requests, by status class (other: no valid status).
 # TYPE l7fast_route_responses_total counter
 l7fast_route_responses_total{route="api",class="1xx"} 0
@@ -347,8 +347,8 @@ TEST(Metrics, EndpointFamilies)
     for (const char* line : {
              "l7fast_endpoint_info{endpoint=\"[::1]:9001\",cluster=\"app\"} 1\n",
              "l7fast_endpoint_info{endpoint=\"[::1]:9001\",cluster=\"canary\"} 1\n",
-             "l7fast_endpoint_requests_total{endpoint=\"[::1]:9001\",path=\"kernel\"} 3\n",
-             "l7fast_endpoint_requests_total{endpoint=\"[::1]:9001\",path=\"user\"} 1\n",
+             "l7fast_endpoint_requests_total{endpoint=\"[::1]:9001\",plane=\"kernel\"} 3\n",
+             "l7fast_endpoint_requests_total{endpoint=\"[::1]:9001\",plane=\"user\"} 1\n",
              "l7fast_endpoint_responses_total{endpoint=\"[::1]:9001\",class=\"2xx\"} 4\n",
              "l7fast_endpoint_response_bytes_total{endpoint=\"[::1]:9001\"} 512\n",
              "l7fast_endpoint_response_latency_seconds_bucket{endpoint=\"[::1]:9001\",le=\"0.000004096\"} 0\n",

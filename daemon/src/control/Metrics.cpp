@@ -289,10 +289,11 @@ void render_stats(Exposition& e, const StatsSnapshot& s, const std::string& vers
     for (const auto& r : s.routes)
         e.sample("l7fast_route_info", {{"route", r.name}, {"placement", r.kernel ? "kernel" : "user"}}, 1);
     e.family("l7fast_route_requests_total", "counter",
-             "Requests matched to the route, by the path that handled them (kernel or user).");
+             "Requests matched to the route, by the plane that handled them: kernel (the data plane) or user "
+             "(the slow path).");
     for (const auto& r : s.routes) {
-        e.sample("l7fast_route_requests_total", {{"route", r.name}, {"path", "kernel"}}, r.requests_kernel);
-        e.sample("l7fast_route_requests_total", {{"route", r.name}, {"path", "user"}}, r.requests_user);
+        e.sample("l7fast_route_requests_total", {{"route", r.name}, {"plane", "kernel"}}, r.requests_kernel);
+        e.sample("l7fast_route_requests_total", {{"route", r.name}, {"plane", "user"}}, r.requests_user);
     }
     e.family("l7fast_route_responses_total", "counter",
              "Responses to the route's requests, by status class (other: no valid status).");
@@ -340,11 +341,11 @@ void render_stats(Exposition& e, const StatsSnapshot& s, const std::string& vers
             }
         }
         e.family("l7fast_endpoint_requests_total", "counter",
-                 "Exchanges with the endpoint that ended, by the path that forwarded them (kernel or user).");
+                 "Exchanges with the endpoint that ended, by the plane that forwarded them (kernel or user).");
         for (const auto& ep : s.endpoints) {
-            e.sample("l7fast_endpoint_requests_total", {{"endpoint", ep.address}, {"path", "kernel"}},
+            e.sample("l7fast_endpoint_requests_total", {{"endpoint", ep.address}, {"plane", "kernel"}},
                      ep.requests_kernel);
-            e.sample("l7fast_endpoint_requests_total", {{"endpoint", ep.address}, {"path", "user"}}, ep.requests_user);
+            e.sample("l7fast_endpoint_requests_total", {{"endpoint", ep.address}, {"plane", "user"}}, ep.requests_user);
         }
         e.family("l7fast_endpoint_responses_total", "counter",
                  "Responses of the endpoint's exchanges, by status class (other: no valid status).");

@@ -492,7 +492,7 @@ def summary_md(results, plot_files):
                  "during the runs.\n")
         L.append("")
     L.append("Kernel share: requests the kernel path served ÷ (those + requests the slow path "
-             "served), from l7fastd's metrics (`l7fast_route_requests_total` by `path`, "
+             "served), from l7fastd's metrics (`l7fast_route_requests_total` by `plane`, "
              "scraped before and after each run). Hand-overs: the data plane's "
              "`to_slow_path_<reason>` counters over the runs (a hand-over is the first "
              "message given to the slow path since the kernel last took a request, not a "

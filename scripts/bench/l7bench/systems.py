@@ -409,9 +409,9 @@ class L7fast(System):
             if name == "l7fast_requests_no_route_total":
                 out["user"] += int(value)
                 continue
-            path = re.search(r'(?:^|,)path="([^"]*)"', labels or "")
-            if path and path.group(1) in out:
-                out[path.group(1)] += int(value)
+            plane = re.search(r'(?:^|,)plane="([^"]*)"', labels or "")
+            if plane and plane.group(1) in out:
+                out[plane.group(1)] += int(value)
         return out
 
     def _prog_ids(self):

@@ -758,7 +758,14 @@ control::StatsSnapshot Daemon::stats()
                                           it->second.rbac_denied_by_rule.end());
             rs.rate_limited = it->second.rate_limited;
             rs.direct_responses = it->second.direct_responses;
+            rs.user_latency.assign(std::begin(it->second.latency.buckets), std::end(it->second.latency.buckets));
+            rs.user_latency_sum_ns = it->second.latency.sum_ns;
+            for (const auto& [code, n] : it->second.codes)
+                rs.user_codes.emplace_back(std::to_string(code), n);
         }
+        rs.user_latency_bounds.assign(std::begin(proxy::kUserLatencyBounds), std::end(proxy::kUserLatencyBounds));
+        if (rs.user_latency.empty())
+            rs.user_latency.assign(rs.user_latency_bounds.size() + 1, 0);
         for (int j = 0; j < L7_STATUS_CLASSES; j++)
             rs.status[j] = all.status[j];
         rs.bytes_in = all.bytes_in;

@@ -145,6 +145,13 @@ def test_metrics_match_stats_and_the_requests_sent(env, web):
     assert get(m, "l7fast_route_requests_total", route="user", plane="user") == 5
     assert get(m, "l7fast_route_responses_total", route="kern", **{"class": "2xx"}) == 12
     assert get(m, "l7fast_route_responses_total", route="user", **{"class": "2xx"}) == 5
+    # the slow path's own histogram (with _sum) and codes: its 5 exchanges
+    assert get(m, "l7fast_route_user_latency_seconds_count", route="user") == 5
+    assert get(m, "l7fast_route_user_latency_seconds_bucket", route="user", le="+Inf") == 5
+    assert 0 < get(m, "l7fast_route_user_latency_seconds_sum", route="user") < 5 * 60
+    assert get(m, "l7fast_route_user_responses_total", route="user", code="200") == 5
+    assert get(m, "l7fast_route_user_latency_seconds_count", route="kern") == 0
+    assert ("l7fast_route_user_responses_total", frozenset({("route", "kern"), ("code", "200")})) not in m
     for name, r in (("kern", kern), ("user", user)):
         assert get(m, "l7fast_route_requests_total", route=name, plane="kernel") == r["requests_kernel"]
         assert get(m, "l7fast_route_requests_total", route=name, plane="user") == r["requests_user"]

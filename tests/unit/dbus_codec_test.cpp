@@ -204,6 +204,9 @@ TEST_F(BusMessage, StatsJsonNestsRoutesAndCounters)
 {
     StatsSnapshot s = sample_stats();
     s.routes.resize(1);
+    s.routes[0].user_latency = {3, 0, 1};
+    s.routes[0].user_latency_sum_ns = 2500000;
+    s.routes[0].user_codes = {{"200", 3}, {"504", 1}};
     ASSERT_GE(codec::append_stats(m_, s), 0);
     seal();
     EXPECT_EQ(json(),
@@ -212,8 +215,16 @@ TEST_F(BusMessage, StatsJsonNestsRoutesAndCounters)
               R"("responses":{"1xx":11,"2xx":12,"3xx":13,"4xx":14,"5xx":15,"other":10},)"
               R"("bytes_in":1048576,"bytes_out":12884901888,"latency_buckets":[0,1,2,3],)"
               R"("rejected":{"jwt_missing":0,"jwt_invalid":0,"rbac_denied":0,"rate_limited":0},)"
-              R"("rbac_denied_by_rule":{},"direct_responses":0}],"endpoints":[],)"
+              R"("rbac_denied_by_rule":{},"direct_responses":0,"user_latency_buckets":[3,0,1],)"
+              R"("user_latency_sum_ns":2500000,"user_codes":{"200":3,"504":1}}],"endpoints":[],)"
               R"("counters":{"requests_kernel":1000,"to_slow_path_no_route":4},"refused":{}})");
+    sd_bus_message_rewind(m_, 1);
+    StatsSnapshot out;
+    ASSERT_GE(codec::read_stats(m_, &out), 0);
+    ASSERT_EQ(out.routes.size(), 1u);
+    EXPECT_EQ(out.routes[0].user_latency, s.routes[0].user_latency);
+    EXPECT_EQ(out.routes[0].user_latency_sum_ns, 2500000u);
+    EXPECT_EQ(out.routes[0].user_codes, s.routes[0].user_codes);
 }
 
 TEST_F(BusMessage, StatsRefusalsAndRbacRulesRoundTrip)

@@ -8,6 +8,7 @@
 #include "control/Metrics.hpp"
 #include "l7_common.h"
 #include "proxy/AccessLog.hpp"
+#include "proxy/ProxyServer.hpp"
 
 using namespace l7fast;
 using control::MetricsServer;
@@ -406,6 +407,41 @@ TEST(Metrics, DaemonStateReloadsAndProcess)
     EXPECT_NE(plain.find("l7fast_reload_last_success 1\n"), std::string::npos);
     for (const char* absent : {"l7fast_daemon_degraded_info", "l7fast_reload_last_timestamp_seconds", "process_"})
         EXPECT_EQ(plain.find(absent), std::string::npos) << absent;
+}
+
+TEST(Metrics, SlowPathLatencyHasBoundsSumAndCodes)
+{
+    auto s = sample_snapshot();
+    s.routes[0].user_latency_bounds = {0.001, 0.5, 30};
+    s.routes[0].user_latency = {2, 0, 1, 1};  // the last one above 30 s
+    s.routes[0].user_latency_sum_ns = 45'250'000'000;
+    s.routes[0].user_codes = {{"200", 3}, {"504", 1}};
+    const std::string text = control::render_prometheus(s, "x");
+    EXPECT_NE(text.find("# TYPE l7fast_route_user_latency_seconds histogram\n"
+                        "l7fast_route_user_latency_seconds_bucket{route=\"api\",le=\"0.001\"} 2\n"
+                        "l7fast_route_user_latency_seconds_bucket{route=\"api\",le=\"0.5\"} 2\n"
+                        "l7fast_route_user_latency_seconds_bucket{route=\"api\",le=\"30\"} 3\n"
+                        "l7fast_route_user_latency_seconds_bucket{route=\"api\",le=\"+Inf\"} 4\n"
+                        "l7fast_route_user_latency_seconds_sum{route=\"api\"} 45.250000\n"
+                        "l7fast_route_user_latency_seconds_count{route=\"api\"} 4\n"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("l7fast_route_user_responses_total{route=\"api\",code=\"200\"} 3\n"
+                        "l7fast_route_user_responses_total{route=\"api\",code=\"504\"} 1\n"),
+              std::string::npos)
+        << text;
+}
+
+TEST(Metrics, SlowPathLatencyBuckets)
+{
+    proxy::UserLatency l;
+    l.add(1'000'000);       // 1 ms: on the first bound, in its bucket
+    l.add(1'000'001);       // just above: the next one
+    l.add(61'000'000'000);  // above a minute
+    EXPECT_EQ(l.buckets[0], 1u);
+    EXPECT_EQ(l.buckets[1], 1u);
+    EXPECT_EQ(l.buckets[std::size(proxy::kUserLatencyBounds)], 1u);
+    EXPECT_EQ(l.sum_ns, 61'002'000'001u);
 }
 
 TEST(Metrics, ProcessFiguresOfThisProcess)

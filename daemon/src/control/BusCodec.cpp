@@ -393,6 +393,9 @@ int read_route_stats(sd_bus_message* m, RouteStats* rs)
                     return rr;
                 })
             .on("rbac_denied_by_rule", "a{st}", [&] { return read_pairs<uint64_t, 't'>(m, &rs->rbac_denied_by_rule); })
+            .on("user_latency_buckets", "at", [&] { return read_u64_array(m, &rs->user_latency); })
+            .u64("user_latency_sum_ns", &rs->user_latency_sum_ns)
+            .on("user_codes", "a{st}", [&] { return read_pairs<uint64_t, 't'>(m, &rs->user_codes); })
             .u64("direct_responses", &rs->direct_responses);
         return f.r;
     });
@@ -582,6 +585,9 @@ int append_stats(sd_bus_message* m, const StatsSnapshot& s)
                            .entry("rbac_denied_by_rule", "a{st}",
                                   [&](Appender& y) { y.counter_map(rs.rbac_denied_by_rule); })
                            .entry("direct_responses", rs.direct_responses)
+                           .entry("user_latency_buckets", "at", [&](Appender& y) { y.u64_array(rs.user_latency); })
+                           .entry("user_latency_sum_ns", rs.user_latency_sum_ns)
+                           .entry("user_codes", "a{st}", [&](Appender& y) { y.counter_map(rs.user_codes); })
                            .close();
                    }
                    x.close();

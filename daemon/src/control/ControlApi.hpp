@@ -75,6 +75,13 @@ struct RouteStats {
     uint64_t direct_responses = 0;
     // rbac_denied by the deciding rule's name ("default": no rule held)
     std::vector<std::pair<std::string, uint64_t>> rbac_denied_by_rule;
+    // the slow path's exchanges: durations in buckets with upper bounds
+    // user_latency_bounds (seconds; one more bucket above them, not
+    // cumulative) and their sum; responses by status code
+    std::vector<double> user_latency_bounds;
+    std::vector<uint64_t> user_latency;
+    uint64_t user_latency_sum_ns = 0;
+    std::vector<std::pair<std::string, uint64_t>> user_codes;
 };
 
 // One upstream address of the policy's clusters: the exchanges forwarded to

@@ -97,6 +97,26 @@ public:
             sample(bucket, {{label, value}, {"le", "+Inf"}}, 0);
         sample(name + "_count", {{label, value}}, cum);
     }
+    // a histogram with explicit upper bounds: buckets has one more count
+    // than bounds (above the last), not cumulative; then _sum and _count
+    void histogram_bounds(const std::string& name, const char* label, std::string_view value,
+                          const std::vector<double>& bounds, const std::vector<uint64_t>& buckets, double sum)
+    {
+        const std::string bucket = name + "_bucket";
+        uint64_t cum = 0;
+        char le[32];
+        for (size_t i = 0; i < bounds.size(); i++) {
+            cum += i < buckets.size() ? buckets[i] : 0;
+            std::snprintf(le, sizeof le, "%g", bounds[i]);
+            sample(bucket, {{label, value}, {"le", le}}, cum);
+        }
+        cum += bounds.size() < buckets.size() ? buckets[bounds.size()] : 0;
+        sample(bucket, {{label, value}, {"le", "+Inf"}}, cum);
+        char s[32];
+        std::snprintf(s, sizeof s, "%.6f", sum);
+        sample_text(name + "_sum", {{label, value}}, s);
+        sample(name + "_count", {{label, value}}, cum);
+    }
     std::string take() { return std::move(out_); }
 
 private:
@@ -313,6 +333,27 @@ void render_stats(Exposition& e, const StatsSnapshot& s, const std::string& vers
              "(no _sum: the data plane counts buckets only).");
     for (const auto& r : s.routes)
         e.histogram("l7fast_route_response_latency_seconds", "route", r.name, r.latency);
+    bool any_bounds = false, any_codes = false;
+    for (const auto& r : s.routes) {
+        any_bounds = any_bounds || !r.user_latency_bounds.empty();
+        any_codes = any_codes || !r.user_codes.empty();
+    }
+    if (any_bounds) {
+        e.family("l7fast_route_user_latency_seconds", "histogram",
+                 "Time from a request's arrival to the end of its response, for the slow path's exchanges "
+                 "(buckets up to a minute, with _sum).");
+        for (const auto& r : s.routes)
+            if (!r.user_latency_bounds.empty())
+                e.histogram_bounds("l7fast_route_user_latency_seconds", "route", r.name, r.user_latency_bounds,
+                                   r.user_latency, static_cast<double>(r.user_latency_sum_ns) / 1e9);
+    }
+    if (any_codes) {
+        e.family("l7fast_route_user_responses_total", "counter",
+                 "Responses of the slow path's exchanges, by status code (0: the connection ended without one).");
+        for (const auto& r : s.routes)
+            for (const auto& [code, v] : r.user_codes)
+                e.sample("l7fast_route_user_responses_total", {{"route", r.name}, {"code", code}}, v);
+    }
     e.family("l7fast_route_rejections_total", "counter",
              "Requests the route's policy refused, by reason (answered by l7fastd).");
     for (const auto& r : s.routes) {

@@ -781,9 +781,12 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
         const policy::SocketAddress* endpoint = nullptr;  // once an upstream connection is taken
         std::string_view cluster_name;                    // once a cluster is chosen
         std::string reason;  // why l7fast answered as it did, when it knows (verdict_reason)
+        UserRouteExtras& extras = server_.user_extras_for(route.name);
         auto complete = [&](int code, uint64_t n) {
             const uint64_t ns = since();
             rc.add_response(code, n, ns);
+            extras.latency.add(ns);
+            extras.codes[code]++;
             if (endpoint) {
                 dataplane::RouteCounters& pc = server_.user_endpoint_counters_for(*endpoint);
                 pc.requests++;
@@ -814,7 +817,7 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
         if (verdict.claims && ri < rt->route_jwt.size() && rt->route_jwt[ri])
             server_.cache_verified_token(*rt, *rt->route_jwt[ri], auth.result(*rt->route_jwt[ri]));
         if (verdict.kind != Verdict::Kind::Forward) {
-            count_verdict(server_.user_extras_for(route.name), route, verdict);
+            count_verdict(extras, route, verdict);
             reason = verdict_reason(route, verdict);
             if (verdict.kind != Verdict::Kind::Direct)
                 log::debug(dataplane::to_string(key_), ": route ", route.name, ": ", reason);

@@ -79,6 +79,16 @@ std::string client_store_name(const l7_conn_key& k) { return "c" + hex(&k, sizeo
 
 const policy::Policy& PolicyRuntime::policy() const { return router->policy(); }
 
+void UserLatency::add(uint64_t ns)
+{
+    sum_ns += ns;
+    const double s = static_cast<double>(ns) / 1e9;
+    size_t i = 0;
+    while (i < std::size(kUserLatencyBounds) && s > kUserLatencyBounds[i])
+        i++;
+    buckets[i]++;
+}
+
 void set_large_sndbuf(int fd)
 {
     // A redirect into this socket's egress is pushed in the sender's

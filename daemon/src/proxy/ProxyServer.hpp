@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
@@ -100,7 +101,21 @@ private:
 // What the slow path did with a route's requests beyond forwarding them:
 // rejections by reason and direct responses (RouteCounters counts the
 // responses by status; these say why).
+// The slow path's exchange durations: a histogram with fixed upper bounds
+// (kUserLatencyBounds, seconds; one more bucket for the rest) and the sum,
+// reaching the tens of seconds a slow upstream takes, where the data
+// plane's log2 buckets end at 33.5 ms.
+inline constexpr double kUserLatencyBounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                                0.5,   1,      2.5,   5,    10,    30,    60};
+struct UserLatency {
+    uint64_t buckets[std::size(kUserLatencyBounds) + 1] = {};  // not cumulative; last: above the bounds
+    uint64_t sum_ns = 0;
+    void add(uint64_t ns);
+};
+
 struct UserRouteExtras {
+    UserLatency latency;
+    std::map<int, uint64_t> codes;  // responses by status code (0: none was sent)
     uint64_t jwt_missing = 0;
     uint64_t jwt_invalid = 0;
     uint64_t rbac_denied = 0;

@@ -249,6 +249,25 @@ TEST(CtlRender, StatsSplitDataPlaneAndFallbackCounters)
     EXPECT_NE(out.find("TO SLOW PATH, BECAUSE  COUNT\npool_miss                  7\n"), std::string::npos) << out;
 }
 
+TEST(CtlRender, StatsShowEndpointsWithTheirOpenConnections)
+{
+    StatsSnapshot st;
+    EndpointStats ep;
+    ep.address = "127.0.0.1:9001";
+    ep.clusters = "app";
+    ep.requests_kernel = 7;
+    ep.status[2] = 7;
+    ep.kernel_idle = 5;
+    ep.kernel_busy = 2;
+    ep.user_idle = 1;
+    st.endpoints.push_back(ep);
+    const std::string out = render_stats(st);
+    EXPECT_NE(out.find("Per endpoint (exchanges counted when they end; connections open now):\n"), std::string::npos)
+        << out;
+    EXPECT_NE(out.find("BYTES OUT   CONNS KERNEL     CONNS USER\n"), std::string::npos) << out;
+    EXPECT_NE(out.find("5 idle/2 busy  1 idle/0 busy\n"), std::string::npos) << out;
+}
+
 TEST(CtlRender, StatusShowsSharesAndTheLastReloadError)
 {
     StatusInfo s;

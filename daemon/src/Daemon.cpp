@@ -16,6 +16,7 @@
 #include "common/Clock.hpp"
 #include "common/FdStore.hpp"
 #include "common/Log.hpp"
+#include "control/ConfigDump.hpp"
 #include "control/DbusService.hpp"
 #include "control/Metrics.hpp"
 #include "dataplane/TestFault.hpp"
@@ -826,6 +827,17 @@ control::StatsSnapshot Daemon::stats()
         es.user_busy = f.private_open > f.private_idle ? f.private_open - f.private_idle : 0;
     }
     return out;
+}
+
+std::string Daemon::dump_config()
+{
+    control::DumpFacts facts;
+    facts.generation = generation_;
+    facts.applied_unix = applied_unix_;
+    facts.placement = placement_;
+    for (auto& e : stats().endpoints)
+        facts.endpoints.emplace(e.address, std::move(e));
+    return control::config_json(rt_->policy(), facts);
 }
 
 control::CheckOutcome Daemon::check_policy(const std::string& path)

@@ -60,6 +60,7 @@ public:
     control::StatsSnapshot stats() override;
     control::CheckOutcome check_policy(const std::string& path) override;
     control::LogLevelOutcome set_log_level(const std::string& level) override;
+    std::string dump_config() override;
 
     // Loading and compiling without applying (also for `l7fastctl check`).
     struct Prepared;

@@ -11,6 +11,7 @@
 #include "control/BusCodec.hpp"
 #include "control/CtlBus.hpp"
 #include "control/CtlCommandLine.hpp"
+#include "control/ConfigDump.hpp"
 #include "control/CtlRender.hpp"
 #include "policy/FileSafety.hpp"
 #include "policy/PolicyLoader.hpp"
@@ -136,6 +137,27 @@ int cmd_routes(ManagerClient& c, bool json)
     return kExitOk;
 }
 
+int cmd_dump(ManagerClient& c, bool json)
+{
+    Reply reply;
+    if (auto f = call(c, "DumpConfig", nullptr, kCallTimeoutUsec, &reply))
+        return fail(*f);
+    const char* doc = nullptr;
+    if (int r = sd_bus_message_read(reply.get(), "s", &doc); r < 0)
+        return bad_reply("DumpConfig", r);
+    if (json) {
+        std::cout << doc << "\n";
+        return kExitOk;
+    }
+    std::string text, error;
+    if (!render_json_as_text(doc, &text, &error)) {
+        std::cerr << "l7fastctl: l7fastd's DumpConfig answer is not JSON (" << error << ")\n";
+        return kExitFailed;
+    }
+    std::cout << text;
+    return kExitOk;
+}
+
 // Without a level: the one in force (GetStatus). With one: SetLogLevel.
 int cmd_log_level(ManagerClient& c, const std::optional<std::string>& level, bool json)
 {
@@ -251,6 +273,7 @@ int main(int argc, char** argv)
     case CtlCommand::Stats: return cmd_stats(client, opts->json);
     case CtlCommand::Routes: return cmd_routes(client, opts->json);
     case CtlCommand::LogLevel: return cmd_log_level(client, opts->level, opts->json);
+    case CtlCommand::Dump: return cmd_dump(client, opts->json);
     default: return kExitUsage;
     }
 }

@@ -102,6 +102,40 @@ def test_status_json(bus, daemon):
     assert isinstance(st["features"], dict) and st["features"]
 
 
+def test_dump_shows_the_policy_in_force_to_everyone(bus, daemon):
+    """l7fastctl dump (DumpConfig): the routes as ListRoutes places them,
+    each with its match and actions, the clusters with their endpoints;
+    open to every user like the other read-only commands."""
+    d = ctl_json(bus, "dump", uid=NOBODY)
+    st = ctl_json(bus, "status")
+    assert d["generation"] == st["generation"]
+    assert d["applied_unix"] == st["applied_unix"] > 0
+    assert d["policy_files"] == st["policy_files"]
+    assert [listener["name"] for listener in d["listeners"]] == ["web"]
+    placed = {r["name"]: r for r in ctl_json(bus, "routes")["routes"]}
+    assert [r["name"] for r in d["routes"]] == ["api", "health", "admin", "default"]
+    for r in d["routes"]:
+        assert r["placement"] == placed[r["name"]]["placement"]
+        assert r["match"]["summary"] == placed[r["name"]]["match"]
+        assert r["where"] == placed[r["name"]]["where"]
+    admin = d["routes"][2]
+    assert (admin["offload"], admin["placement"]) == (False, "user") and admin["reason"]
+    assert d["routes"][1]["match"]["methods"] == ["GET", "HEAD"]
+    assert d["routes"][1]["match"]["path"] == {"kind": "exact", "value": "/healthz"}
+    assert d["routes"][0]["actions"] == [{"step": "forward", "clusters": [{"cluster": "app", "weight": 90},
+                                                                         {"cluster": "canary", "weight": 10}],
+                                          "connect_retries": 0}]
+    assert [c["name"] for c in d["clusters"]] == ["app", "canary"]
+    ep = d["clusters"][0]["endpoints"][0]
+    assert set(ep["connections"]) == {"kernel_idle", "kernel_busy", "user_idle", "user_busy"}
+    assert d["daemon"]["log_level"] == "info" and d["jwt_providers"] == []
+
+    out = ctl(bus, "dump")
+    assert out.returncode == 0, out.stderr
+    assert f"generation: {d['generation']}\n" in out.stdout
+    assert "routes:\n  -\n    name: api\n" in out.stdout, out.stdout
+
+
 def test_routes_text_and_json(bus, daemon):
     out = ctl(bus, "routes")
     assert out.returncode == 0, out.stderr
@@ -436,7 +470,7 @@ printf '%s\\n' "${{COMPREPLY[@]}}"
 
 
 def test_bash_completion(workdir):
-    assert complete(["l7fastctl", ""]) == ["check", "log-level", "reload", "routes", "stats", "status"]
+    assert complete(["l7fastctl", ""]) == ["check", "dump", "log-level", "reload", "routes", "stats", "status"]
     assert complete(["l7fastctl", "log-level", ""]) == ["debug", "error", "info", "notice", "reset", "warning"]
     assert complete(["l7fastctl", "log-level", "debug", ""]) == []
     assert complete(["l7fastctl", "st"]) == ["stats", "status"]

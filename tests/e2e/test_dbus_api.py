@@ -80,6 +80,7 @@ def test_introspection_shows_methods_properties_and_signal(bus, daemon):
     assert rows[".ListRoutes"] == ["method", "-", "aa{sv}"]
     assert rows[".CheckPolicy"] == ["method", "s", "bsaa{sv}"]
     assert rows[".SetLogLevel"] == ["method", "s", "ss"]
+    assert rows[".DumpConfig"] == ["method", "-", "s"]
     assert rows[".Reloaded"][:2] == ["signal", "bts"]
     assert rows[".Version"][:2] == ["property", "s"]
     assert rows[".Generation"][:2] == ["property", "t"]

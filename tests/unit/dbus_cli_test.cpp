@@ -32,6 +32,7 @@ TEST(CtlCommandLine, Commands)
     EXPECT_EQ(parse({"reload"})->command, CtlCommand::Reload);
     EXPECT_EQ(parse({"stats"})->command, CtlCommand::Stats);
     EXPECT_EQ(parse({"routes"})->command, CtlCommand::Routes);
+    EXPECT_EQ(parse({"dump"})->command, CtlCommand::Dump);
     auto c = parse({"check", "/etc/l7fast/policy.toml"});
     ASSERT_TRUE(c);
     EXPECT_EQ(c->command, CtlCommand::Check);
@@ -96,7 +97,7 @@ TEST(CtlCommandLine, UsageErrorsSayWhat)
 TEST(CtlCommandLine, UsageMentionsEveryCommandAndExitStatus)
 {
     const std::string u = usage_text();
-    for (const char* w : {"status", "reload", "stats", "routes", "check FILE", "log-level [LEVEL]", "--json",
+    for (const char* w : {"status", "reload", "stats", "routes", "dump", "check FILE", "log-level [LEVEL]", "--json",
                           "--help", "--version", "3 l7fastd not reachable", "4 permission denied"})
         EXPECT_NE(u.find(w), std::string::npos) << w;
 }

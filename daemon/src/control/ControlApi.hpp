@@ -131,6 +131,8 @@ public:
     // A level name, or "reset" for the configured level again; holds until
     // the next SetLogLevel or a restart, reloads included.
     virtual LogLevelOutcome set_log_level(const std::string& level) = 0;
+    // The effective configuration as one JSON document (control/ConfigDump.hpp).
+    virtual std::string dump_config() = 0;
 };
 
 }  // namespace l7fast::control

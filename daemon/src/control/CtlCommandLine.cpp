@@ -56,6 +56,8 @@ std::optional<CtlOptions> parse_command_line(const std::vector<std::string>& arg
         o.command = CtlCommand::Stats;
     } else if (cmd == "routes") {
         o.command = CtlCommand::Routes;
+    } else if (cmd == "dump") {
+        o.command = CtlCommand::Dump;
     } else if (cmd == "check") {
         o.command = CtlCommand::Check;
         want_args = 1;
@@ -64,7 +66,7 @@ std::optional<CtlOptions> parse_command_line(const std::vector<std::string>& arg
         optional_args = 1;
     } else {
         *error = "unknown command \"" + cmd + "\"";
-        if (auto guess = policy::text::closest(cmd, {"status", "reload", "stats", "routes", "check", "log-level"}))
+        if (auto guess = policy::text::closest(cmd, {"status", "reload", "stats", "routes", "dump", "check", "log-level"}))
             *error += " (did you mean \"" + *guess + "\"?)";
         return std::nullopt;
     }
@@ -110,6 +112,10 @@ Commands:
                       class, bytes, and the data plane's fallback counters
   routes              the routes in evaluation order, where each runs
                       (kernel/user) and why
+  dump                the policy in force as l7fastd applied it: every
+                      listener, route (match, actions in order, placement),
+                      cluster (endpoints and their connections), JWT
+                      provider (no secrets) and daemon setting
   check FILE          validate a policy file without the daemon; also shows
                       where each route would run when l7fastd is reachable
   log-level [LEVEL]   show l7fastd's log level, or set it (error, warning,

@@ -16,7 +16,7 @@ enum ExitStatus : int {
     kExitDenied = 4,       // the caller may not do this
 };
 
-enum class CtlCommand { Status, Reload, Stats, Routes, Check, LogLevel, Help, Version };
+enum class CtlCommand { Status, Reload, Stats, Routes, Dump, Check, LogLevel, Help, Version };
 
 struct CtlOptions {
     CtlCommand command = CtlCommand::Help;

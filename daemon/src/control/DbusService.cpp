@@ -118,6 +118,8 @@ const sd_bus_vtable DbusService::vtable_[] = {
     SD_BUS_METHOD_WITH_ARGS("CheckPolicy", SD_BUS_ARGS("s", path),
                             SD_BUS_RESULT("b", ok, "s", errors, "aa{sv}", placement),
                             DbusService::method_check_policy, SD_BUS_VTABLE_UNPRIVILEGED),
+    SD_BUS_METHOD_WITH_ARGS("DumpConfig", SD_BUS_NO_ARGS, SD_BUS_RESULT("s", json),
+                            DbusService::method_dump_config, SD_BUS_VTABLE_UNPRIVILEGED),
     SD_BUS_METHOD_WITH_ARGS("SetLogLevel", SD_BUS_ARGS("s", level),
                             SD_BUS_RESULT("s", level, "s", source),
                             DbusService::method_set_log_level, SD_BUS_VTABLE_UNPRIVILEGED),
@@ -375,6 +377,15 @@ int DbusService::method_set_log_level(sd_bus_message* m, void* userdata, sd_bus_
             return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, out.error.c_str());
         log::notice("D-Bus: log level ", out.level, " (", out.source, ") set by uid ", who.uid);
         return reply_with(m, [&](sd_bus_message* reply) { return codec::append_log_level(reply, out); });
+    });
+}
+
+int DbusService::method_dump_config(sd_bus_message* m, void* userdata, sd_bus_error* error)
+{
+    auto* self = static_cast<DbusService*>(userdata);
+    return run_method(error, "DumpConfig", [&] {
+        const std::string json = valid_utf8(self->api_.dump_config());
+        return reply_with(m, [&](sd_bus_message* reply) { return sd_bus_message_append(reply, "s", json.c_str()); });
     });
 }
 

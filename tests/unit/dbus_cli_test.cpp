@@ -304,6 +304,16 @@ TEST(CtlRender, StatusShowsSharesAndTheLastReloadError)
                         "returns to the configured one)\n"),
               std::string::npos);
     EXPECT_EQ(render_log_level("info", "policy"), "info (daemon.log_level)");
+    EXPECT_EQ(format_utc(1764671101), "2025-12-02 10:25:01 UTC");
+    s.applied_unix = 1764671101;
+    s.reloads_ok = 2;
+    s.reloads_failed = 1;
+    const std::string with_reloads = render_status(s, nullptr);
+    EXPECT_NE(with_reloads.find("Generation:     4, applied 2025-12-02 10:25:01 UTC\n"), std::string::npos)
+        << with_reloads;
+    EXPECT_NE(with_reloads.find("Last reload:    failed: p.toml:1:1: x: bad (2 ok, 1 failed since start)\n"),
+              std::string::npos)
+        << with_reloads;
     EXPECT_EQ(render_log_level("debug", "command line"), "debug (l7fastd's --log-level or --trace)");
 }
 

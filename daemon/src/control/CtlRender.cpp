@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <ctime>
 #include <sstream>
 
 #include "control/BusCodec.hpp"
@@ -119,6 +120,16 @@ std::string format_percent(uint64_t part, uint64_t whole)
     return buf;
 }
 
+std::string format_utc(uint64_t unix_seconds)
+{
+    const time_t t = static_cast<time_t>(unix_seconds);
+    tm parts{};
+    char buf[32];
+    if (!gmtime_r(&t, &parts) || !std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &parts))
+        return std::to_string(unix_seconds);
+    return buf;
+}
+
 std::string render_log_level(const std::string& level, const std::string& source)
 {
     if (source == "l7fastctl")
@@ -134,7 +145,10 @@ std::string render_status(const StatusInfo& s, const StatsSnapshot* stats)
     if (!s.degraded_reason.empty())
         out += " (" + s.degraded_reason + ")";
     out += "\n";
-    out += labelled("Generation", num(s.generation));
+    std::string gen = num(s.generation);
+    if (s.applied_unix)
+        gen += ", applied " + format_utc(s.applied_unix);
+    out += labelled("Generation", gen);
     out += labelled("Uptime", format_duration(s.uptime_sec));
     for (size_t i = 0; i < s.policy_files.size(); i++)
         out += i ? std::string(16, ' ') + s.policy_files[i] + "\n" : labelled("Policy", s.policy_files[i]);
@@ -151,7 +165,10 @@ std::string render_status(const StatusInfo& s, const StatsSnapshot* stats)
     }
     out += labelled("Connections",
                     num(s.connections) + " in the slow path, " + num(s.upstream_connections) + " upstream");
-    out += labelled("Last reload", s.last_reload_error.empty() ? "ok" : "failed: " + first_line(s.last_reload_error));
+    std::string last = s.last_reload_error.empty() ? "ok" : "failed: " + first_line(s.last_reload_error);
+    if (s.reloads_ok || s.reloads_failed)
+        last += " (" + num(s.reloads_ok) + " ok, " + num(s.reloads_failed) + " failed since start)";
+    out += labelled("Last reload", last);
     if (!s.log_level.empty())
         out += labelled("Log level", render_log_level(s.log_level, s.log_level_source));
     for (size_t i = 0; i < s.warnings.size(); i++)

@@ -32,6 +32,9 @@ std::string format_duration(uint64_t sec);   // "59s", "3m 04s", "2h 03m 04s", "
 std::string format_percent(uint64_t part, uint64_t whole);  // "95.0%", "-" when whole is 0
 
 // stats may be null (then no request share is shown).
+// "2026-12-02 10:45:01 UTC": Unix seconds as the operator reads them.
+std::string format_utc(uint64_t unix_seconds);
+
 // "debug (set with l7fastctl log-level; ...)": a level and where it comes from.
 std::string render_log_level(const std::string& level, const std::string& source);
 

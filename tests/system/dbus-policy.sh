@@ -81,7 +81,7 @@ for _ in $(seq 50); do
 done
 check own-root ok "${busd[@]}" org.freedesktop.DBus.GetNameOwner string:$NAME
 
-for m in GetStatus GetStats ListRoutes; do
+for m in GetStatus GetStats ListRoutes DumpConfig; do
 	check "$m-root" ok as_root "${call[@]}" $NAME.$m
 	check "$m-user" ok as_nobody "${call[@]}" $NAME.$m
 done
@@ -89,6 +89,9 @@ check CheckPolicy-user ok as_nobody "${call[@]}" $NAME.CheckPolicy string:/etc/l
 check Reload-root ok as_root "${call[@]}" $NAME.Reload
 check Reload-user denied as_nobody "${call[@]}" $NAME.Reload
 check Reload-l7fast-group ok as_admin "${call[@]}" $NAME.Reload
+check SetLogLevel-root ok as_root "${call[@]}" $NAME.SetLogLevel string:info
+check SetLogLevel-user denied as_nobody "${call[@]}" $NAME.SetLogLevel string:debug
+check SetLogLevel-l7fast-group ok as_admin "${call[@]}" $NAME.SetLogLevel string:info
 check Introspect-user ok as_nobody "${call[@]}" org.freedesktop.DBus.Introspectable.Introspect
 check Ping-user ok as_nobody "${call[@]}" org.freedesktop.DBus.Peer.Ping
 check Get-user ok as_nobody "${call[@]}" org.freedesktop.DBus.Properties.Get string:$NAME string:Version

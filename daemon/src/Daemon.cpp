@@ -739,6 +739,7 @@ control::StatsSnapshot Daemon::stats()
     }
     const auto& user = server_->user_counters();
     const auto& extras = server_->user_extras();
+    out.user_latency_bounds.assign(std::begin(proxy::kUserLatencyBounds), std::end(proxy::kUserLatencyBounds));
     for (size_t r = 0; r < pol.routes.size(); r++) {
         control::RouteStats rs;
         rs.name = pol.routes[r].name;
@@ -764,9 +765,8 @@ control::StatsSnapshot Daemon::stats()
             for (const auto& [code, n] : it->second.codes)
                 rs.user_codes.emplace_back(std::to_string(code), n);
         }
-        rs.user_latency_bounds.assign(std::begin(proxy::kUserLatencyBounds), std::end(proxy::kUserLatencyBounds));
         if (rs.user_latency.empty())
-            rs.user_latency.assign(rs.user_latency_bounds.size() + 1, 0);
+            rs.user_latency.assign(out.user_latency_bounds.size() + 1, 0);
         for (int j = 0; j < L7_STATUS_CLASSES; j++)
             rs.status[j] = all.status[j];
         rs.bytes_in = all.bytes_in;

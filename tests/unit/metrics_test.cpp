@@ -412,7 +412,7 @@ TEST(Metrics, DaemonStateReloadsAndProcess)
 TEST(Metrics, SlowPathLatencyHasBoundsSumAndCodes)
 {
     auto s = sample_snapshot();
-    s.routes[0].user_latency_bounds = {0.001, 0.5, 30};
+    s.user_latency_bounds = {0.001, 0.5, 30};
     s.routes[0].user_latency = {2, 0, 1, 1};  // the last one above 30 s
     s.routes[0].user_latency_sum_ns = 45'250'000'000;
     s.routes[0].user_codes = {{"200", 3}, {"504", 1}};

@@ -75,10 +75,9 @@ struct RouteStats {
     uint64_t direct_responses = 0;
     // rbac_denied by the deciding rule's name ("default": no rule held)
     std::vector<std::pair<std::string, uint64_t>> rbac_denied_by_rule;
-    // the slow path's exchanges: durations in buckets with upper bounds
-    // user_latency_bounds (seconds; one more bucket above them, not
+    // the slow path's exchanges: durations in buckets with the upper bounds
+    // StatsSnapshot::user_latency_bounds (one more bucket above them, not
     // cumulative) and their sum; responses by status code
-    std::vector<double> user_latency_bounds;
     std::vector<uint64_t> user_latency;
     uint64_t user_latency_sum_ns = 0;
     std::vector<std::pair<std::string, uint64_t>> user_codes;
@@ -102,6 +101,8 @@ struct EndpointStats {
 
 struct StatsSnapshot {
     uint64_t generation = 0;
+    // upper bounds (seconds) of every route's user_latency buckets
+    std::vector<double> user_latency_bounds;
     std::vector<RouteStats> routes;
     std::vector<EndpointStats> endpoints;
     std::vector<std::pair<std::string, uint64_t>> counters;  // data-plane counters by name

@@ -333,20 +333,17 @@ void render_stats(Exposition& e, const StatsSnapshot& s, const std::string& vers
              "(no _sum: the data plane counts buckets only).");
     for (const auto& r : s.routes)
         e.histogram("l7fast_route_response_latency_seconds", "route", r.name, r.latency);
-    bool any_bounds = false, any_codes = false;
-    for (const auto& r : s.routes) {
-        any_bounds = any_bounds || !r.user_latency_bounds.empty();
-        any_codes = any_codes || !r.user_codes.empty();
-    }
-    if (any_bounds) {
+    if (!s.user_latency_bounds.empty()) {
         e.family("l7fast_route_user_latency_seconds", "histogram",
                  "Time from a request's arrival to the end of its response, for the slow path's exchanges "
                  "(buckets up to a minute, with _sum).");
         for (const auto& r : s.routes)
-            if (!r.user_latency_bounds.empty())
-                e.histogram_bounds("l7fast_route_user_latency_seconds", "route", r.name, r.user_latency_bounds,
-                                   r.user_latency, static_cast<double>(r.user_latency_sum_ns) / 1e9);
+            e.histogram_bounds("l7fast_route_user_latency_seconds", "route", r.name, s.user_latency_bounds,
+                               r.user_latency, static_cast<double>(r.user_latency_sum_ns) / 1e9);
     }
+    bool any_codes = false;
+    for (const auto& r : s.routes)
+        any_codes = any_codes || !r.user_codes.empty();
     if (any_codes) {
         e.family("l7fast_route_user_responses_total", "counter",
                  "Responses of the slow path's exchanges, by status code (0: the connection ended without one).");

@@ -820,24 +820,35 @@ control::StatsSnapshot Daemon::stats()
             es.status[j] = k.status[j];
         es.bytes_out = k.bytes_out;
         es.latency.assign(std::begin(k.latency), std::end(k.latency));
-        const proxy::PoolFigures f = server_->pool().figures(pool);
-        es.kernel_idle = f.idle;
-        es.kernel_busy = f.slots - f.idle;
-        es.user_idle = f.private_idle;
-        es.user_busy = f.private_open > f.private_idle ? f.private_open - f.private_idle : 0;
+        add_connections(pool, &es);
     }
     return out;
 }
 
+void Daemon::add_connections(uint32_t pool_id, control::EndpointStats* es) const
+{
+    const proxy::PoolFigures f = server_->pool().figures(pool_id);
+    es->kernel_idle = f.idle;
+    es->kernel_busy = f.slots - f.idle;
+    es->user_idle = f.private_idle;
+    es->user_busy = f.private_open > f.private_idle ? f.private_open - f.private_idle : 0;
+}
+
+// Only the pools' figures: not the whole stats() snapshot, which reads
+// every data-plane counter.
 std::string Daemon::dump_config()
 {
     control::DumpFacts facts;
     facts.generation = generation_;
     facts.applied_unix = applied_unix_;
     facts.placement = placement_;
-    for (auto& e : stats().endpoints)
-        facts.endpoints.emplace(e.address, std::move(e));
-    return control::config_json(rt_->policy(), facts);
+    const policy::Policy& pol = rt_->policy();
+    for (size_t c = 0; c < pol.clusters.size() && c < rt_->endpoint_pool.size(); c++) {
+        const auto& endpoints = pol.clusters[c].endpoints;
+        for (size_t e = 0; e < endpoints.size() && e < rt_->endpoint_pool[c].size(); e++)
+            add_connections(rt_->endpoint_pool[c][e], &facts.endpoints[endpoints[e].address.str()]);
+    }
+    return control::config_json(pol, facts);
 }
 
 control::CheckOutcome Daemon::check_policy(const std::string& path)

@@ -73,6 +73,8 @@ private:
     void apply_log_level(const std::string& configured);
     // The level in force and where it comes from (LogLevelOutcome::source).
     control::LogLevelOutcome log_level_in_force() const;
+    // an endpoint's open connections now, from its pool's figures
+    void add_connections(uint32_t pool_id, control::EndpointStats* es) const;
     void watch_events();
     void arm_events();
     void schedule_tick();

@@ -163,10 +163,6 @@ def hs256(payload, secret, header=None):
 
 
 class RawBackend:
-    # every backend not closed yet: a module's env closes those it leaves
-    # open (close_all), so that none of them outlives its module
-    live = set()
-
     """An HTTP/1.1 server on a raw socket, for tests that need the exact
     bytes a backend receives: each Content-Length-framed request is answered
     with answer(head, body) (head with its final CRLF); every chunk received
@@ -175,6 +171,10 @@ class RawBackend:
     answer (like a keep-alive timeout that expires at once); on_close(answers)
     is called after each connection's close returned, with the number of
     requests it answered."""
+
+    # every backend not closed yet: a module's env closes those it leaves
+    # open (close_all), so that none of them outlives its module
+    live = set()
 
     def __init__(self, answer, on_bytes=None, close_after_answer=False, on_close=None):
         self.answer, self.on_bytes = answer, on_bytes
@@ -197,6 +197,7 @@ class RawBackend:
     def _start(self, target, *args):
         t = threading.Thread(target=target, args=args, daemon=True)
         with self.lock:
+            self.threads = [x for x in self.threads if x.is_alive()]  # the ended ones need no join
             self.threads.append(t)
         t.start()
 

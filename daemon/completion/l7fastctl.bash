@@ -13,11 +13,11 @@ _l7fastctl()
         cword=$COMP_CWORD
     fi
 
-    local commands='status reload stats routes dump check log-level'
+    local commands='status reload stats routes dump check explain log-level'
     local cmd='' file='' i
     for ((i = 1; i < cword; i++)); do
         case ${words[i]} in
-            --policy-dir) ((i++)) ;;
+            --policy-dir | --policy | --source | --token | --listener | --header | -H) ((i++)) ;;
             -*) ;;
             *)
                 if [[ -z $cmd ]]; then
@@ -29,6 +29,18 @@ _l7fastctl()
         esac
     done
 
+    if [[ $prev == --policy ]]; then
+        if declare -F _filedir >/dev/null; then
+            _filedir toml
+        else
+            COMPREPLY=($(compgen -f -X '!*.toml' -- "$cur") $(compgen -d -- "$cur"))
+        fi
+        return
+    fi
+    if [[ $cmd == explain && -z $file && $prev != -* ]] && [[ $cur != -* ]]; then
+        COMPREPLY=($(compgen -W 'GET HEAD POST PUT DELETE PATCH OPTIONS' -- "$cur"))
+        return
+    fi
     if [[ $prev == --policy-dir ]]; then
         if declare -F _filedir >/dev/null; then
             _filedir -d
@@ -40,6 +52,7 @@ _l7fastctl()
     if [[ $cur == -* ]]; then
         local opts='--json --help --version'
         [[ $cmd == check ]] && opts+=' --policy-dir'
+        [[ $cmd == explain ]] && opts+=' -H --source --token --listener --policy --policy-dir'
         COMPREPLY=($(compgen -W "$opts" -- "$cur"))
         return
     fi

@@ -17,6 +17,7 @@
 #include "common/FdStore.hpp"
 #include "common/Log.hpp"
 #include "control/ConfigDump.hpp"
+#include "control/Explain.hpp"
 #include "control/DbusService.hpp"
 #include "control/Metrics.hpp"
 #include "dataplane/TestFault.hpp"
@@ -216,6 +217,9 @@ void Daemon::apply(std::unique_ptr<Prepared> p)
     generation_ = p->rt->generation;
     rt_ = p->rt;
     placement_ = std::move(p->placement);
+    listener_placement_.clear();
+    if (p->tables)
+        listener_placement_ = p->tables->listener_placement;
     apply_log_level(rt_->policy().daemon.log_level);
     if (dp_)
         dp_->set_access_log_sample(rt_->policy().daemon.access_log_sample);
@@ -849,6 +853,29 @@ std::string Daemon::dump_config()
             add_connections(rt_->endpoint_pool[c][e], &facts.endpoints[endpoints[e].address.str()]);
     }
     return control::config_json(pol, facts);
+}
+
+control::ExplainOutcome Daemon::explain(const std::string& request_json)
+{
+    control::ExplainOutcome out;
+    std::optional<control::ExplainRequest> req = control::parse_explain_request(request_json, &out.error);
+    if (!req)
+        return out;
+    control::ExplainPlacement where;
+    if (dp_) {
+        where.source = "l7fastd";
+        for (const auto& r : placement_)
+            where.routes.push_back({r.kernel, r.reason});
+        where.listeners = listener_placement_;
+    }
+    control::ExplainContext context;
+    context.policy_source = "running";
+    context.generation = generation_;
+    if (auto json = control::explain(*rt_, *req, where, context, &out.error)) {
+        out.ok = true;
+        out.json = std::move(*json);
+    }
+    return out;
 }
 
 control::CheckOutcome Daemon::check_policy(const std::string& path)

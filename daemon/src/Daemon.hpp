@@ -17,6 +17,7 @@
 #include "dataplane/Dataplane.hpp"
 #include "dataplane/Features.hpp"
 #include "policy/Policy.hpp"
+#include "policy/PolicyCompiler.hpp"
 
 namespace l7fast::proxy {
 class ProxyServer;
@@ -61,6 +62,7 @@ public:
     control::CheckOutcome check_policy(const std::string& path) override;
     control::LogLevelOutcome set_log_level(const std::string& level) override;
     std::string dump_config() override;
+    control::ExplainOutcome explain(const std::string& request_json) override;
 
     // Loading and compiling without applying (also for `l7fastctl check`).
     struct Prepared;
@@ -104,6 +106,7 @@ private:
     std::unique_ptr<control::MetricsServer> metrics_;  // daemon.metrics_address
     std::shared_ptr<const proxy::PolicyRuntime> rt_;
     std::vector<control::RouteInfo> placement_;
+    std::vector<policy::ListenerPlacement> listener_placement_;  // the data plane's, when it runs
     std::string degraded_reason_;
     std::string last_reload_error_;
     uint64_t reloads_ok_ = 0, reloads_failed_ = 0;

@@ -13,6 +13,7 @@
 #include "control/CtlCommandLine.hpp"
 #include "control/ConfigDump.hpp"
 #include "control/CtlRender.hpp"
+#include "control/Explain.hpp"
 #include "policy/FileSafety.hpp"
 #include "policy/PolicyLoader.hpp"
 #include "proxy/Prepare.hpp"
@@ -240,6 +241,70 @@ int cmd_check(const CtlOptions& o)
     return result.ok() ? kExitOk : kExitFailed;
 }
 
+// On the running policy (D-Bus Explain), or offline on --policy FILE
+// (as check: the loader and prepare_runtime, as the calling user).
+int cmd_explain(const CtlOptions& o)
+{
+    ExplainRequest req;
+    req.method = o.method;
+    req.url = o.url;
+    req.headers = o.headers;
+    req.source = o.source.value_or("");
+    req.token = o.token.value_or("");
+    req.listener = o.listener.value_or("");
+    std::string json;
+    if (o.policy_file) {
+        namespace fs = std::filesystem;
+        const fs::path file = *o.policy_file;
+        const fs::path dropins = o.policy_dir ? fs::path(*o.policy_dir) : file.parent_path() / "policy.d";
+        std::vector<std::string> unchecked;
+        policy::PolicyLoadResult result = proxy::check_policy_files(file, dropins, &unchecked);
+        if (!result.ok()) {
+            std::cerr << result.error_text();
+            return kExitFailed;
+        }
+        const ExplainPlacement where = offline_placement(result.policy());
+        std::optional<policy::PolicyError> perr;
+        auto rt = proxy::prepare_runtime(std::move(result).policy(), nullptr, &perr);
+        if (!rt) {
+            std::cerr << (perr ? perr->str() : std::string("the policy cannot be prepared")) << "\n";
+            return kExitFailed;
+        }
+        ExplainContext context;
+        context.policy_source = *o.policy_file;
+        std::string error;
+        auto doc = explain(*rt, req, where, context, &error);
+        if (!doc) {
+            std::cerr << "l7fastctl: explain: " << error << "\n";
+            return kExitFailed;
+        }
+        json = std::move(*doc);
+    } else {
+        ManagerClient c;
+        if (auto f = c.connect())
+            return fail(*f);
+        Reply reply;
+        const std::string arg = explain_request_json(req);
+        if (auto f = call(c, "Explain", arg.c_str(), kCallTimeoutUsec, &reply))
+            return fail(*f);
+        const char* doc = nullptr;
+        if (int r = sd_bus_message_read(reply.get(), "s", &doc); r < 0)
+            return bad_reply("Explain", r);
+        json = doc ? doc : "";
+    }
+    if (o.json) {
+        std::cout << json << "\n";
+        return kExitOk;
+    }
+    std::string text, error;
+    if (!render_explain_text(json, &text, &error)) {
+        std::cerr << "l7fastctl: the explanation is not JSON (" << error << ")\n";
+        return kExitFailed;
+    }
+    std::cout << text;
+    return kExitOk;
+}
+
 }  // namespace
 
 int main(int argc, char** argv)
@@ -261,6 +326,8 @@ int main(int argc, char** argv)
         return kExitOk;
     case CtlCommand::Check:
         return cmd_check(*opts);
+    case CtlCommand::Explain:
+        return cmd_explain(*opts);
     default:
         break;
     }

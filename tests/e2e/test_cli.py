@@ -70,7 +70,7 @@ def test_help_and_version_need_no_daemon(bus):
     (["check"], "check needs a policy file"),
     (["status", "extra"], 'status takes no arguments, got "extra"'),
     (["--frobnicate", "status"], "unknown option --frobnicate"),
-    (["reload", "--policy-dir", "/tmp"], "--policy-dir applies to check only"),
+    (["reload", "--policy-dir", "/tmp"], "--policy-dir applies to check, and to explain with --policy"),
 ])
 def test_usage_errors_exit_2(bus, args, message):
     out = ctl(bus, *args)
@@ -134,6 +134,46 @@ def test_dump_shows_the_policy_in_force_to_everyone(bus, daemon):
     assert out.returncode == 0, out.stderr
     assert f"generation: {d['generation']}\n" in out.stdout
     assert "routes:\n  -\n    name: api\n" in out.stdout, out.stdout
+
+
+def test_explain_on_the_running_policy_and_offline(bus, daemon):
+    """l7fastctl explain (Explain): every route tried up to the one a request
+    takes, each condition and whether it held, the cluster choice, the
+    answer and the plane; open to every user; the same answer offline on
+    the policy file (--policy); a request that cannot be built is exit 1."""
+    ex = ctl_json(bus, "explain", "HEAD", "http://h/healthz", uid=NOBODY)
+    assert ex["policy"]["source"] == "running" and ex["policy"]["generation"] == ctl_json(bus, "status")["generation"]
+    assert ex["route"] == "health"
+    assert [(r["route"], r["matched"]) for r in ex["routes"]] == [("api", False), ("health", True)]
+    assert ex["routes"][1]["conditions"] == [{"condition": "method=GET|HEAD", "held": True},
+                                             {"condition": "path=/healthz", "held": True}]
+    assert ex["upstream"]["cluster"] == "app" and ex["response"] == {"status": None, "by": "upstream",
+                                                                      "reason": None}
+    assert ex["plane"]["plane"] == "kernel", ex["plane"]
+
+    admin = ctl_json(bus, "explain", "GET", "/admin/x")
+    assert admin["route"] == "admin" and admin["plane"]["reason"] == "to_slow_path_route_user"
+    assert "offload = false" in admin["plane"]["why"]
+    api = ctl_json(bus, "explain", "GET", "/api/v1")
+    assert api["upstream"]["cluster"] is None
+    assert api["upstream"]["clusters"] == [{"cluster": "app", "weight": 90}, {"cluster": "canary", "weight": 10}]
+
+    offline = ctl_json(bus, "explain", "--policy", str(daemon.policy), "HEAD", "http://h/healthz")
+    for key in ("request", "routes", "route", "stages", "upstream", "response"):
+        assert offline[key] == ex[key], key
+    assert offline["policy"]["source"] == str(daemon.policy) and offline["policy"]["generation"] is None
+
+    out = ctl(bus, "explain", "POST", "/healthz?x=1", "-H", "X-A: 1")
+    assert out.returncode == 0, out.stderr
+    assert "Request:   POST /healthz?x=1  (listener web, client 127.0.0.1)\n" in out.stdout, out.stdout
+    assert "  1 health: no  [kernel]\n      FAILED method=GET|HEAD\n      held   path=/healthz\n" in out.stdout
+    assert "Route:     default\n" in out.stdout
+
+    bad = ctl(bus, "explain", "GET", "/", "--source", "nowhere")
+    assert bad.returncode == 1 and bad.stdout == ""
+    assert "--source: \"nowhere\" is not an IPv4 or IPv6 address" in bad.stderr, bad.stderr
+    bad = ctl(bus, "explain", "GET", "/", "--listener", "wbe")
+    assert bad.returncode == 1 and "no listener named \"wbe\" (did you mean \"web\"?)" in bad.stderr, bad.stderr
 
 
 def test_routes_text_and_json(bus, daemon):
@@ -414,12 +454,12 @@ def test_check_relative_path(bus, daemon, workdir):
 
 # ---- unreachable --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("cmd", ["status", "reload", "stats", "routes"])
+@pytest.mark.parametrize("cmd", ["status", "reload", "stats", "routes", "explain GET /"])
 def test_no_daemon_exit_3(workdir, cmd):
     require_environment()
-    lonely = PrivateBus(workdir / f"lonely-{cmd}")
+    lonely = PrivateBus(workdir / f"lonely-{cmd.split()[0]}")
     try:
-        out = ctl(lonely, cmd)
+        out = ctl(lonely, *cmd.split())
         assert out.returncode == 3, out
         assert out.stderr == f"l7fastctl: {NOT_RUNNING}\n"
         assert out.stdout == ""
@@ -470,7 +510,10 @@ printf '%s\\n' "${{COMPREPLY[@]}}"
 
 
 def test_bash_completion(workdir):
-    assert complete(["l7fastctl", ""]) == ["check", "dump", "log-level", "reload", "routes", "stats", "status"]
+    assert complete(["l7fastctl", ""]) == ["check", "dump", "explain", "log-level", "reload", "routes", "stats",
+                                         "status"]
+    assert complete(["l7fastctl", "explain", "P"]) == ["PATCH", "POST", "PUT"]
+    assert "--source" in complete(["l7fastctl", "explain", "--"])
     assert complete(["l7fastctl", "log-level", ""]) == ["debug", "error", "info", "notice", "reset", "warning"]
     assert complete(["l7fastctl", "log-level", "debug", ""]) == []
     assert complete(["l7fastctl", "st"]) == ["stats", "status"]

@@ -67,6 +67,22 @@ def write(path, text, mode=0o644):
 
 # ---- shape of the API -----------------------------------------------------------------------
 
+def test_explain_refuses_what_is_not_a_request(bus, daemon):
+    """Explain's argument is hostile input: what is not a request it can
+    build is InvalidArgs with the reason, and nothing changes."""
+    for arg, why in (("{", "the request is not JSON"),
+                     ('{"method":"GET","evil":1}', 'unknown member "evil"'),
+                     ('{"method":"GET","headers":[["a"]]}', "each header must be [name, value]"),
+                     ('{"method":"GET","url":"nope"}', "the URL must be a path"),
+                     ('{"method":"GET","url":"/","source":"10.1"}', "is not an IPv4 or IPv6 address")):
+        out = call(bus, "Explain", "s", arg)
+        assert out.returncode != 0, arg
+        assert why in out.stderr, (arg, out.stderr)
+    ok = call(bus, "Explain", "s", '{"method":"GET","url":"/api/x"}')
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(json.loads(ok.stdout)["data"][0])["route"] == "api"
+
+
 def test_introspection_shows_methods_properties_and_signal(bus, daemon):
     out = busctl(bus, "introspect", BUS_NAME, OBJECT, IFACE)
     assert out.returncode == 0, out.stderr
@@ -81,6 +97,7 @@ def test_introspection_shows_methods_properties_and_signal(bus, daemon):
     assert rows[".CheckPolicy"] == ["method", "s", "bsaa{sv}"]
     assert rows[".SetLogLevel"] == ["method", "s", "ss"]
     assert rows[".DumpConfig"] == ["method", "-", "s"]
+    assert rows[".Explain"] == ["method", "s", "s"]
     assert rows[".Reloaded"][:2] == ["signal", "bts"]
     assert rows[".Version"][:2] == ["property", "s"]
     assert rows[".Generation"][:2] == ["property", "t"]

@@ -85,6 +85,7 @@ for m in GetStatus GetStats ListRoutes DumpConfig; do
 	check "$m-root" ok as_root "${call[@]}" $NAME.$m
 	check "$m-user" ok as_nobody "${call[@]}" $NAME.$m
 done
+check Explain-user ok as_nobody "${call[@]}" $NAME.Explain 'string:{"method":"GET","url":"/"}'
 check CheckPolicy-user ok as_nobody "${call[@]}" $NAME.CheckPolicy string:/etc/l7fast/policy.toml
 check Reload-root ok as_root "${call[@]}" $NAME.Reload
 check Reload-user denied as_nobody "${call[@]}" $NAME.Reload

@@ -105,7 +105,7 @@ else
 fi
 
 if "$TOP/tests/system/dbus-policy.sh" >"$OUT/dbus-policy.log" 2>&1; then
-	result PASS dbus-policy "$(grep -c '^PASS' "$OUT/dbus-policy.log") checks: root owns the name; Reload and SetLogLevel for root and group l7fast only; read-only methods (DumpConfig among them), Introspect, Properties.Get for everyone"
+	result PASS dbus-policy "$(grep -c '^PASS' "$OUT/dbus-policy.log") checks: root owns the name; Reload and SetLogLevel for root and group l7fast only; read-only methods (DumpConfig and Explain among them), Introspect, Properties.Get for everyone"
 else
 	result FAIL dbus-policy "$(grep '^FAIL' "$OUT/dbus-policy.log" | head -n 3 | tr '\n' ' ')"
 fi

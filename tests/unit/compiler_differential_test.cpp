@@ -468,6 +468,15 @@ bool check_policy(const Policy& policy, const CompiledTables& t, const WindowHas
         for (const auto& [name, value] : rq.headers)
             fields.push_back({name, value});
         const std::optional<uint32_t> expected = router.route({rq.method, rq.target, fields, rq.listener});
+        // Router::trace (what `l7fastctl explain` shows) agrees with Router,
+        // route by route
+        const RequestView view{rq.method, rq.target, fields, rq.listener};
+        for (uint32_t i = 0; i < policy.routes.size(); i++)
+            if (router.trace(i, view).matched != router.matches(i, view)) {
+                ADD_FAILURE() << "Router::trace and Router::matches disagree on route " << i << "\nrequest "
+                              << rq.str();
+                return false;
+            }
         const Decision d = kernel.decide(parse(rq), rq.listener);
         switch (d.verdict) {
         case Verdict::SlowPath:

@@ -62,6 +62,19 @@ TEST(CtlCommandLine, OptionsGoAnywhere)
     EXPECT_EQ(parse({"status", "--help"})->command, CtlCommand::Help);
     EXPECT_EQ(parse({"-h"})->command, CtlCommand::Help);
     EXPECT_EQ(parse({"--version"})->command, CtlCommand::Version);
+    auto ex = parse({"explain", "-H", "X-A:  1 ", "POST", "--header=Host: h", "http://h/a", "--source", "::1",
+                     "--token=t", "--listener", "web", "--policy", "p.toml", "--policy-dir", ""});
+    ASSERT_TRUE(ex);
+    EXPECT_EQ(ex->command, CtlCommand::Explain);
+    EXPECT_EQ(ex->method, "POST");
+    EXPECT_EQ(ex->url, "http://h/a");
+    const std::vector<std::pair<std::string, std::string>> headers{{"X-A", "1"}, {"Host", "h"}};
+    EXPECT_EQ(ex->headers, headers);
+    EXPECT_EQ(ex->source, "::1");
+    EXPECT_EQ(ex->token, "t");
+    EXPECT_EQ(ex->listener, "web");
+    EXPECT_EQ(ex->policy_file, "p.toml");
+    EXPECT_EQ(ex->policy_dir, "");
 }
 
 TEST(CtlCommandLine, UsageErrorsSayWhat)
@@ -89,7 +102,21 @@ TEST(CtlCommandLine, UsageErrorsSayWhat)
     EXPECT_FALSE(parse({"--jsn", "status"}, &e));
     EXPECT_EQ(e, "unknown option --jsn");
     EXPECT_FALSE(parse({"routes", "--policy-dir", "x"}, &e));
-    EXPECT_EQ(e, "--policy-dir applies to check only");
+    EXPECT_EQ(e, "--policy-dir applies to check, and to explain with --policy");
+    EXPECT_FALSE(parse({"explain", "GET", "/", "--policy-dir", "x"}, &e));
+    EXPECT_EQ(e, "--policy-dir applies to check, and to explain with --policy");
+    EXPECT_FALSE(parse({"explain", "GET"}, &e));
+    EXPECT_EQ(e, "explain needs a method and a URL (explain GET /path)");
+    EXPECT_FALSE(parse({"explain", "GET", "/", "x"}, &e));
+    EXPECT_EQ(e, "explain takes two arguments, got \"x\"");
+    EXPECT_FALSE(parse({"explain", "GET", "/", "-H", "no colon"}, &e));
+    EXPECT_EQ(e, "-H needs 'Name: value', got \"no colon\"");
+    EXPECT_FALSE(parse({"explain", "GET", "/", "--source"}, &e));
+    EXPECT_EQ(e, "--source needs an IP address");
+    EXPECT_FALSE(parse({"status", "--token", "t"}, &e));
+    EXPECT_EQ(e, "-H, --source, --token, --listener and --policy apply to explain only");
+    EXPECT_FALSE(parse({"explan", "GET", "/"}, &e));
+    EXPECT_EQ(e, "unknown command \"explan\" (did you mean \"explain\"?)");
     EXPECT_FALSE(parse({"check", "p.toml", "--policy-dir"}, &e));
     EXPECT_FALSE(parse({"check", ""}, &e));
 }
@@ -97,7 +124,7 @@ TEST(CtlCommandLine, UsageErrorsSayWhat)
 TEST(CtlCommandLine, UsageMentionsEveryCommandAndExitStatus)
 {
     const std::string u = usage_text();
-    for (const char* w : {"status", "reload", "stats", "routes", "dump", "check FILE", "log-level [LEVEL]", "--json",
+    for (const char* w : {"status", "reload", "stats", "routes", "dump", "check FILE", "explain METHOD URL", "log-level [LEVEL]", "--json",
                           "--help", "--version", "3 l7fastd not reachable", "4 permission denied"})
         EXPECT_NE(u.find(w), std::string::npos) << w;
 }

@@ -40,6 +40,12 @@ struct StatusInfo {
 };
 
 // SetLogLevel: the level in force afterwards and where it comes from.
+struct ExplainOutcome {
+    bool ok = false;
+    std::string json;   // control/Explain.hpp's document
+    std::string error;  // why the request could not be explained
+};
+
 struct LogLevelOutcome {
     bool ok = false;
     std::string level;   // error, warning, notice, info or debug
@@ -134,6 +140,9 @@ public:
     virtual LogLevelOutcome set_log_level(const std::string& level) = 0;
     // The effective configuration as one JSON document (control/ConfigDump.hpp).
     virtual std::string dump_config() = 0;
+    // What the running policy does with a request (control/Explain.hpp),
+    // given as explain_request_json() writes it.
+    virtual ExplainOutcome explain(const std::string& request_json) = 0;
 };
 
 }  // namespace l7fast::control

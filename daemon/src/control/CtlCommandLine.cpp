@@ -1,5 +1,7 @@
 #include "control/CtlCommandLine.hpp"
 
+#include <functional>
+
 #include "policy/Text.hpp"
 
 namespace l7fast::control {
@@ -9,27 +11,77 @@ std::optional<CtlOptions> parse_command_line(const std::vector<std::string>& arg
     CtlOptions o;
     std::vector<std::string> words;
     bool help = false, version = false, only_words = false;
+    // options that take a value: "--name VALUE" or "--name=VALUE"
+    struct Valued {
+        const char* name;
+        const char* what;
+        std::function<bool(const std::string&)> set;
+    };
+    const Valued valued[] = {
+        {"--policy-dir", "a directory", [&](const std::string& v) { o.policy_dir = v; return true; }},
+        {"--source", "an IP address", [&](const std::string& v) { o.source = v; return true; }},
+        {"--token", "a JWT", [&](const std::string& v) { o.token = v; return true; }},
+        {"--listener", "a listener's name", [&](const std::string& v) { o.listener = v; return true; }},
+        {"--policy", "a policy file", [&](const std::string& v) { o.policy_file = v; return true; }},
+        {"--header", "'Name: value'",
+         [&](const std::string& v) {
+             const size_t colon = v.find(':');
+             if (colon == std::string::npos || colon == 0)
+                 return false;
+             std::string value = v.substr(colon + 1);
+             const size_t b = value.find_first_not_of(" \t");
+             const size_t e = value.find_last_not_of(" \t");
+             value = b == std::string::npos ? "" : value.substr(b, e - b + 1);
+             o.headers.emplace_back(v.substr(0, colon), value);
+             return true;
+         }},
+    };
     for (size_t i = 0; i < args.size(); i++) {
         const std::string& a = args[i];
         if (only_words || a.empty() || a[0] != '-' || a == "-") {
             words.push_back(a);
-        } else if (a == "--") {
+            continue;
+        }
+        if (a == "--") {
             only_words = true;
-        } else if (a == "--json") {
+            continue;
+        }
+        if (a == "--json") {
             o.json = true;
-        } else if (a == "--help" || a == "-h") {
+            continue;
+        }
+        if (a == "--help" || a == "-h") {
             help = true;
-        } else if (a == "--version") {
+            continue;
+        }
+        if (a == "--version") {
             version = true;
-        } else if (a == "--policy-dir") {
-            if (i + 1 >= args.size()) {
-                *error = "--policy-dir needs a directory";
+            continue;
+        }
+        const std::string opt = a == "-H" ? "--header" : a;
+        bool known = false;
+        for (const Valued& v : valued) {
+            const std::string name = v.name;
+            std::optional<std::string> value;
+            if (opt == name) {
+                if (i + 1 >= args.size()) {
+                    *error = a + " needs " + v.what;
+                    return std::nullopt;
+                }
+                value = args[++i];
+            } else if (opt.rfind(name + "=", 0) == 0) {
+                value = opt.substr(name.size() + 1);
+            } else {
+                continue;
+            }
+            known = true;
+            if (!v.set(*value)) {
+                *error = a + " needs " + v.what + ", got \"" + *value + "\"";
                 return std::nullopt;
             }
-            o.policy_dir = args[++i];
-        } else if (a.rfind("--policy-dir=", 0) == 0) {
-            o.policy_dir = a.substr(13);
-        } else {
+            break;
+        }
+        if (!known) {
             *error = "unknown option " + a;
             return std::nullopt;
         }
@@ -61,29 +113,46 @@ std::optional<CtlOptions> parse_command_line(const std::vector<std::string>& arg
     } else if (cmd == "check") {
         o.command = CtlCommand::Check;
         want_args = 1;
+    } else if (cmd == "explain") {
+        o.command = CtlCommand::Explain;
+        want_args = 2;
     } else if (cmd == "log-level") {
         o.command = CtlCommand::LogLevel;
         optional_args = 1;
     } else {
         *error = "unknown command \"" + cmd + "\"";
-        if (auto guess = policy::text::closest(cmd, {"status", "reload", "stats", "routes", "dump", "check", "log-level"}))
+        if (auto guess = policy::text::closest(cmd, {"status", "reload", "stats", "routes", "dump", "check", "explain", "log-level"}))
             *error += " (did you mean \"" + *guess + "\"?)";
         return std::nullopt;
     }
     if (words.size() - 1 < want_args) {
-        *error = cmd + " needs a policy file";
+        *error = cmd + (o.command == CtlCommand::Explain ? " needs a method and a URL (explain GET /path)"
+                                                          : " needs a policy file");
         return std::nullopt;
     }
     if (words.size() - 1 > want_args + optional_args) {
-        *error = cmd + " takes " + (want_args + optional_args ? "one argument" : "no arguments") + ", got \"" +
+        *error = cmd + " takes " +
+                 (want_args + optional_args == 2 ? "two arguments"
+                  : want_args + optional_args  ? "one argument"
+                                               : "no arguments") +
+                 ", got \"" +
                  words[want_args + optional_args + 1] + "\"";
         return std::nullopt;
     }
     if (o.command == CtlCommand::LogLevel && words.size() > 1)
         o.level = words[1];
-    if (o.policy_dir && o.command != CtlCommand::Check) {
-        *error = "--policy-dir applies to check only";
+    if (o.policy_dir && o.command != CtlCommand::Check && !(o.command == CtlCommand::Explain && o.policy_file)) {
+        *error = "--policy-dir applies to check, and to explain with --policy";
         return std::nullopt;
+    }
+    const bool explain_options = !o.headers.empty() || o.source || o.token || o.listener || o.policy_file;
+    if (explain_options && o.command != CtlCommand::Explain) {
+        *error = "-H, --source, --token, --listener and --policy apply to explain only";
+        return std::nullopt;
+    }
+    if (o.command == CtlCommand::Explain) {
+        o.method = words[1];
+        o.url = words[2];
     }
     if (o.command == CtlCommand::Check) {
         o.file = words[1];
@@ -118,6 +187,17 @@ Commands:
                       provider (no secrets) and daemon setting
   check FILE          validate a policy file without the daemon; also shows
                       where each route would run when l7fastd is reachable
+  explain METHOD URL [-H 'Name: value']... [--source IP] [--token JWT]
+          [--listener NAME] [--policy FILE]
+                      what the running policy (or FILE, offline) does with
+                      this request: each route's conditions as evaluated,
+                      the JWT/RBAC/rate-limit stages, the head sent
+                      upstream, the cluster and endpoint (hash key and ring
+                      position), the response l7fast would send, and
+                      whether the kernel or user space handles it and why.
+                      URL: /path?query or http://host[:port]/path; the
+                      client is 127.0.0.1 unless --source; --token puts a
+                      JWT where the policy's providers look for it
   log-level [LEVEL]   show l7fastd's log level, or set it (error, warning,
                       notice, info, debug) until `log-level reset` or a
                       restart, reloads included (needs root or the group
@@ -125,7 +205,7 @@ Commands:
 
 Options:
   --json              print one JSON document (stable keys) instead of text
-  --policy-dir DIR    check: the drop-in directory to validate with FILE
+  --policy-dir DIR    check, explain --policy: the drop-in directory to read with FILE
                       (default: policy.d next to FILE; "" for none)
   -h, --help          show this help
   --version           show the version

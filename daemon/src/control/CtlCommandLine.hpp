@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace l7fast::control {
@@ -16,14 +17,20 @@ enum ExitStatus : int {
     kExitDenied = 4,       // the caller may not do this
 };
 
-enum class CtlCommand { Status, Reload, Stats, Routes, Dump, Check, LogLevel, Help, Version };
+enum class CtlCommand { Status, Reload, Stats, Routes, Dump, Check, Explain, LogLevel, Help, Version };
 
 struct CtlOptions {
     CtlCommand command = CtlCommand::Help;
     bool json = false;
     std::string file;                       // check FILE
     std::optional<std::string> level;       // log-level [LEVEL]
-    std::optional<std::string> policy_dir;  // check --policy-dir DIR
+    std::optional<std::string> policy_dir;  // check/explain --policy-dir DIR
+    // explain METHOD URL [-H 'Name: value']... [--source IP] [--token JWT]
+    // [--listener NAME] [--policy FILE]
+    std::string method, url;
+    std::vector<std::pair<std::string, std::string>> headers;
+    std::optional<std::string> source, token, listener;
+    std::optional<std::string> policy_file;  // explain offline on this file
 };
 
 // The options, or the usage error (one sentence) in *error.

@@ -120,6 +120,8 @@ const sd_bus_vtable DbusService::vtable_[] = {
                             DbusService::method_check_policy, SD_BUS_VTABLE_UNPRIVILEGED),
     SD_BUS_METHOD_WITH_ARGS("DumpConfig", SD_BUS_NO_ARGS, SD_BUS_RESULT("s", json),
                             DbusService::method_dump_config, SD_BUS_VTABLE_UNPRIVILEGED),
+    SD_BUS_METHOD_WITH_ARGS("Explain", SD_BUS_ARGS("s", request), SD_BUS_RESULT("s", json),
+                            DbusService::method_explain, SD_BUS_VTABLE_UNPRIVILEGED),
     SD_BUS_METHOD_WITH_ARGS("SetLogLevel", SD_BUS_ARGS("s", level),
                             SD_BUS_RESULT("s", level, "s", source),
                             DbusService::method_set_log_level, SD_BUS_VTABLE_UNPRIVILEGED),
@@ -385,6 +387,22 @@ int DbusService::method_dump_config(sd_bus_message* m, void* userdata, sd_bus_er
     auto* self = static_cast<DbusService*>(userdata);
     return run_method(error, "DumpConfig", [&] {
         const std::string json = valid_utf8(self->api_.dump_config());
+        return reply_with(m, [&](sd_bus_message* reply) { return sd_bus_message_append(reply, "s", json.c_str()); });
+    });
+}
+
+int DbusService::method_explain(sd_bus_message* m, void* userdata, sd_bus_error* error)
+{
+    auto* self = static_cast<DbusService*>(userdata);
+    return run_method(error, "Explain", [&] {
+        const char* request = nullptr;
+        int r = sd_bus_message_read(m, "s", &request);
+        if (r < 0)
+            return r;
+        ExplainOutcome out = self->api_.explain(request ? request : "");
+        if (!out.ok)
+            return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, valid_utf8(out.error).c_str());
+        const std::string json = valid_utf8(out.json);
         return reply_with(m, [&](sd_bus_message* reply) { return sd_bus_message_append(reply, "s", json.c_str()); });
     });
 }

@@ -60,6 +60,7 @@ private:
     static const sd_bus_vtable vtable_[];
 
     static int method_dump_config(sd_bus_message* m, void* userdata, sd_bus_error* error);
+    static int method_explain(sd_bus_message* m, void* userdata, sd_bus_error* error);
     static int method_set_log_level(sd_bus_message* m, void* userdata, sd_bus_error* error);
     static int method_reload(sd_bus_message* m, void* userdata, sd_bus_error* error);
     static int method_get_status(sd_bus_message* m, void* userdata, sd_bus_error* error);

@@ -17,57 +17,58 @@ std::string value(const std::string& v)
 
 }  // namespace
 
-std::string describe_match(const RouteMatch& m)
+std::string describe_condition(const RouteMatch& m, const ConditionRef& c)
 {
-    std::string out;
-    auto add = [&out](const std::string& term) { out += (out.empty() ? "" : " ") + term; };
-    if (!m.methods.empty()) {
+    using K = ConditionRef::Kind;
+    switch (c.kind) {
+    case K::Method: {
         std::string t = "method=";
         for (size_t i = 0; i < m.methods.size(); i++)
             t += (i ? "|" : "") + m.methods[i];
-        add(t);
+        return t;
     }
-    if (m.host)
-        add("host=" + value(*m.host));
-    switch (m.path_kind) {
-    case PathMatch::Exact:
-        add("path=" + value(m.path));
-        break;
-    case PathMatch::Prefix:
-        add("prefix=" + value(m.path));
-        break;
-    case PathMatch::Regex:
-        add("regex=" + value(m.path));
-        break;
-    case PathMatch::Any:
-        break;
-    }
-    for (const auto& h : m.headers) {
-        switch (h.kind) {
-        case HeaderCondition::Kind::Present:
-            add("header:" + h.name);
-            break;
-        case HeaderCondition::Kind::Absent:
-            add("!header:" + h.name);
-            break;
-        case HeaderCondition::Kind::Exact:
-            add("header:" + h.name + "=" + value(h.value));
-            break;
-        case HeaderCondition::Kind::Prefix:
-            add("header:" + h.name + "^=" + value(h.value));
-            break;
+    case K::Host: return "host=" + value(m.host.value_or(""));
+    case K::Path:
+        switch (m.path_kind) {
+        case PathMatch::Exact: return "path=" + value(m.path);
+        case PathMatch::Prefix: return "prefix=" + value(m.path);
+        case PathMatch::Regex: return "regex=" + value(m.path);
+        case PathMatch::Any: break;
         }
+        return "*";
+    case K::Header: {
+        const HeaderCondition& h = m.headers.at(c.index);
+        switch (h.kind) {
+        case HeaderCondition::Kind::Present: return "header:" + h.name;
+        case HeaderCondition::Kind::Absent: return "!header:" + h.name;
+        case HeaderCondition::Kind::Exact: return "header:" + h.name + "=" + value(h.value);
+        case HeaderCondition::Kind::Prefix: return "header:" + h.name + "^=" + value(h.value);
+        }
+        return "header:" + h.name;
     }
-    for (const auto& q : m.query)
-        add("query:" + value(q.name) + (q.kind == QueryCondition::Kind::Exact ? "=" + value(q.value) : ""));
-    if (!m.sources.empty()) {
+    case K::Query: {
+        const QueryCondition& q = m.query.at(c.index);
+        return "query:" + value(q.name) + (q.kind == QueryCondition::Kind::Exact ? "=" + value(q.value) : "");
+    }
+    case K::Source: {
         std::string t = "source=";
         for (size_t i = 0; i < m.sources.size(); i++)
             t += (i ? "," : "") + m.sources[i].str();
-        add(t);
+        return t;
     }
-    for (const auto& c : m.claims)
-        add("claim:" + value(c.claim) + (c.kind == ClaimCondition::Kind::Exact ? "=" + value(c.value) : ""));
+    case K::Claim: {
+        const ClaimCondition& cl = m.claims.at(c.index);
+        return "claim:" + value(cl.claim) + (cl.kind == ClaimCondition::Kind::Exact ? "=" + value(cl.value) : "");
+    }
+    }
+    return "?";
+}
+
+std::string describe_match(const RouteMatch& m)
+{
+    std::string out;
+    for (const ConditionRef& c : conditions_of(m))
+        out += (out.empty() ? "" : " ") + describe_condition(m, c);
     return out.empty() ? "*" : out;
 }
 

@@ -14,4 +14,7 @@ namespace l7fast::policy {
 
 std::string describe_match(const RouteMatch& m);
 
+// One condition of `m` as describe_match writes it ("header:x-a^=v").
+std::string describe_condition(const RouteMatch& m, const ConditionRef& c);
+
 }  // namespace l7fast::policy

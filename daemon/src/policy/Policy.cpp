@@ -245,4 +245,25 @@ const Listener* Policy::find_listener(const std::string& name) const
     return nullptr;
 }
 
+std::vector<ConditionRef> conditions_of(const RouteMatch& m)
+{
+    using K = ConditionRef::Kind;
+    std::vector<ConditionRef> out;
+    if (!m.methods.empty())
+        out.push_back({K::Method, 0});
+    if (m.host)
+        out.push_back({K::Host, 0});
+    if (m.path_kind != PathMatch::Any)
+        out.push_back({K::Path, 0});
+    for (size_t i = 0; i < m.headers.size(); i++)
+        out.push_back({K::Header, i});
+    for (size_t i = 0; i < m.query.size(); i++)
+        out.push_back({K::Query, i});
+    if (!m.sources.empty())
+        out.push_back({K::Source, 0});
+    for (size_t i = 0; i < m.claims.size(); i++)
+        out.push_back({K::Claim, i});
+    return out;
+}
+
 }  // namespace l7fast::policy

@@ -187,6 +187,18 @@ struct RouteMatch {
     std::vector<ClaimCondition> claims;  // needs Route::jwt
 };
 
+// One condition of a RouteMatch, by kind and, for the kinds a match has a
+// list of, its index in that list. conditions_of() lists a match's
+// conditions in the one order every description and trace uses (method,
+// host, path, headers, query, source, claims), so that `l7fastctl routes`,
+// `dump` and `explain` show them alike.
+struct ConditionRef {
+    enum class Kind { Method, Host, Path, Header, Query, Source, Claim };
+    Kind kind = Kind::Method;
+    size_t index = 0;  // Header, Query, Claim: index in the match's list
+};
+std::vector<ConditionRef> conditions_of(const RouteMatch& m);
+
 // ---- JWT authentication -------------------------------------------------------
 
 struct JwtKey {

@@ -102,31 +102,49 @@ bool path_holds(const RouteMatch& m, std::string_view path)
     return false;
 }
 
+bool method_holds(const RouteMatch& m, const RequestView& request)
+{
+    return m.methods.empty() || std::find(m.methods.begin(), m.methods.end(), request.method) != m.methods.end();
+}
+
+bool host_holds(const RouteMatch& m, const RequestView& request)
+{
+    if (!m.host)
+        return true;
+    const auto host = request_host(request.headers);
+    return host && *host == *m.host;
+}
+
+bool query_holds(const QueryCondition& q, const RequestView& request)
+{
+    const auto v = request_query_param(request.target, q.name);
+    return v && (q.kind == QueryCondition::Kind::Present || *v == q.value);
+}
+
+bool source_holds(const RouteMatch& m, const RequestView& request)
+{
+    return m.sources.empty() ||
+           std::any_of(m.sources.begin(), m.sources.end(),
+                       [&](const Cidr& c) { return c.contains(request.client_family, request.client_ip.data()); });
+}
+
+bool claim_holds(const ClaimCondition& c, const Claims& claims)
+{
+    return c.kind == ClaimCondition::Kind::Present ? claims.has(c.claim) : claims.equals(c.claim, c.value);
+}
+
 // Everything but claims.
 bool request_conditions_hold(const RouteMatch& m, const RequestView& request)
 {
-    if (!m.methods.empty() && std::find(m.methods.begin(), m.methods.end(), request.method) == m.methods.end())
-        return false;
-    if (m.host) {
-        const auto host = request_host(request.headers);
-        if (!host || *host != *m.host)
-            return false;
-    }
-    if (!path_holds(m, request_path(request.target)))
+    if (!method_holds(m, request) || !host_holds(m, request) || !path_holds(m, request_path(request.target)))
         return false;
     for (const HeaderCondition& c : m.headers)
         if (!header_holds(c, request.headers))
             return false;
-    for (const QueryCondition& q : m.query) {
-        const auto v = request_query_param(request.target, q.name);
-        if (!v || (q.kind == QueryCondition::Kind::Exact && *v != q.value))
+    for (const QueryCondition& q : m.query)
+        if (!query_holds(q, request))
             return false;
-    }
-    if (!m.sources.empty() &&
-        std::none_of(m.sources.begin(), m.sources.end(),
-                     [&](const Cidr& c) { return c.contains(request.client_family, request.client_ip.data()); }))
-        return false;
-    return true;
+    return source_holds(m, request);
 }
 
 bool claim_conditions_hold(const RouteMatch& m, const Claims* claims)
@@ -135,10 +153,9 @@ bool claim_conditions_hold(const RouteMatch& m, const Claims* claims)
         return true;
     if (!claims)
         return false;
-    for (const ClaimCondition& c : m.claims) {
-        if (c.kind == ClaimCondition::Kind::Present ? !claims->has(c.claim) : !claims->equals(c.claim, c.value))
+    for (const ClaimCondition& c : m.claims)
+        if (!claim_holds(c, *claims))
             return false;
-    }
     return true;
 }
 
@@ -250,6 +267,21 @@ std::optional<std::string> request_key(const RequestKey& key, const RequestView&
     return std::nullopt;
 }
 
+bool condition_holds(const RouteMatch& m, const ConditionRef& c, const RequestView& request, const Claims* claims)
+{
+    using K = ConditionRef::Kind;
+    switch (c.kind) {
+    case K::Method: return method_holds(m, request);
+    case K::Host: return host_holds(m, request);
+    case K::Path: return path_holds(m, request_path(request.target));
+    case K::Header: return header_holds(m.headers.at(c.index), request.headers);
+    case K::Query: return query_holds(m.query.at(c.index), request);
+    case K::Source: return source_holds(m, request);
+    case K::Claim: return claims && claim_holds(m.claims.at(c.index), *claims);
+    }
+    return false;
+}
+
 bool conditions_hold(const RouteMatch& m, const RequestView& request, const Claims* claims)
 {
     return request_conditions_hold(m, request) && claim_conditions_hold(m, claims);
@@ -318,6 +350,39 @@ bool Router::matches(uint32_t index, const RequestView& request, const ClaimsLoo
     if (!scope.jwt || !claims_for)
         return false;
     return claim_conditions_hold(r.match, claims_for(policy_.jwt_providers[*scope.jwt]));
+}
+
+RouteTrace Router::trace(uint32_t index, const RequestView& request, const ClaimsLookup& claims_for) const
+{
+    RouteTrace t;
+    if (index >= policy_.routes.size())
+        return t;
+    const Route& r = policy_.routes[index];
+    const RouteScope& scope = scopes_[index];
+    t.in_scope = scope.every_listener ||
+                 std::binary_search(scope.listeners.begin(), scope.listeners.end(), request.listener);
+    bool others_hold = t.in_scope;
+    for (const ConditionRef& c : conditions_of(r.match))
+        if (c.kind != ConditionRef::Kind::Claim) {
+            const bool held = condition_holds(r.match, c, request, nullptr);
+            t.conditions.push_back({c, held});
+            others_hold = others_hold && held;
+        }
+    const Claims* claims = nullptr;
+    // as matches(): the token is verified only for a route that would
+    // otherwise apply
+    if (!r.match.claims.empty() && others_hold && scope.jwt && claims_for) {
+        t.claims_verified = true;
+        claims = claims_for(policy_.jwt_providers[*scope.jwt]);
+        t.claims_present = claims != nullptr;
+    }
+    for (const ConditionRef& c : conditions_of(r.match))
+        if (c.kind == ConditionRef::Kind::Claim)
+            t.conditions.push_back({c, condition_holds(r.match, c, request, claims)});
+    t.matched = others_hold && (r.match.claims.empty() || claims != nullptr);
+    for (const ConditionResult& c : t.conditions)
+        t.matched = t.matched && c.held;
+    return t;
 }
 
 std::optional<uint32_t> Router::route(const RequestView& request, const ClaimsLookup& claims_for) const

@@ -95,6 +95,24 @@ private:
 // share this.
 bool conditions_hold(const RouteMatch& m, const RequestView& request, const Claims* claims);
 
+// Whether one condition of `m` holds (a claim condition never holds
+// without `claims`).
+bool condition_holds(const RouteMatch& m, const ConditionRef& c, const RequestView& request, const Claims* claims);
+
+// How one route was evaluated for a request, for `l7fastctl explain`: every
+// condition of its match, evaluated whether or not an earlier one failed.
+struct ConditionResult {
+    ConditionRef ref;
+    bool held = false;
+};
+struct RouteTrace {
+    bool in_scope = true;         // the request's listener is one of the route's
+    std::vector<ConditionResult> conditions;  // conditions_of() order
+    bool claims_verified = false;  // the provider was asked (every other condition held)
+    bool claims_present = false;   // ... and the request had a valid token
+    bool matched = false;          // == Router::matches()
+};
+
 // The verified claims of the request's token for a provider, or nullptr
 // when the request has no valid token for it; called at most once per
 // route evaluation, and only when every other condition of the route holds.
@@ -122,6 +140,10 @@ public:
 
     // Whether routes[index] applies, ignoring the routes before it.
     bool matches(uint32_t index, const RequestView& request, const ClaimsLookup& claims_for = {}) const;
+
+    // matches(), condition by condition (its `matched` is matches()'s
+    // answer; claims_for is asked under the same rule).
+    RouteTrace trace(uint32_t index, const RequestView& request, const ClaimsLookup& claims_for = {}) const;
 
     // Upstream choice, with the data plane's arithmetic (bpf/lib/select.h):
     // weights are cumulative and the choice is the first index whose

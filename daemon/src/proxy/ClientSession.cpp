@@ -37,13 +37,6 @@ constexpr auto kKernelQueueWait = std::chrono::milliseconds(500);
 // answer (401, 403, 429, a direct response); larger ones close it.
 constexpr uint64_t kDrainLimit = 65536;
 
-const char* parse_error_name(unsigned error)
-{
-    static const char* const names[] = {L7_PARSE_ERROR_NAMES};
-    static_assert(std::size(names) == L7_PE_COUNT, "L7_PARSE_ERROR_NAMES: one per enum l7_parse_error");
-    return error < std::size(names) ? names[error] : "unknown";
-}
-
 uint32_t random_u32()
 {
     thread_local std::mt19937 rng{std::random_device{}()};
@@ -54,37 +47,6 @@ uint64_t random_u64()
 {
     thread_local std::mt19937_64 rng{std::random_device{}()};
     return rng();
-}
-
-// The deciding RBAC rule's name, "default" when no rule held.
-std::string rbac_rule_name(const policy::Route& route, const Verdict& v)
-{
-    if (route.rbac && v.rbac_rule >= 0 && static_cast<size_t>(v.rbac_rule) < route.rbac->rules.size())
-        return route.rbac->rules[static_cast<size_t>(v.rbac_rule)].name;
-    return "default";
-}
-
-// Why the policy answered a request itself, for the access log and the
-// debug log: jwt_missing, jwt_<auth reason> (jwt_expired, ...),
-// rbac_denied:<rule name> (":default" when no rule held), rate_limited,
-// direct_response; "" for a request it forwards.
-std::string verdict_reason(const policy::Route& route, const Verdict& v)
-{
-    switch (v.kind) {
-    case Verdict::Kind::JwtMissing:
-        return "jwt_missing";
-    case Verdict::Kind::JwtInvalid:
-        return "jwt_" + std::string(auth::reason_name(v.jwt_reason));
-    case Verdict::Kind::RbacDenied:
-        return "rbac_denied:" + rbac_rule_name(route, v);
-    case Verdict::Kind::RateLimited:
-        return "rate_limited";
-    case Verdict::Kind::Direct:
-        return "direct_response";
-    case Verdict::Kind::Forward:
-        break;
-    }
-    return {};
 }
 
 void count_verdict(UserRouteExtras& e, const policy::Route& route, const Verdict& v)

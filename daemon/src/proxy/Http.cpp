@@ -62,4 +62,11 @@ long BodyFramer::feed(std::span<const char> bytes)
     }
 }
 
+const char* parse_error_name(unsigned error)
+{
+    static const char* const names[] = {L7_PARSE_ERROR_NAMES};
+    static_assert(std::size(names) == L7_PE_COUNT, "L7_PARSE_ERROR_NAMES: one per enum l7_parse_error");
+    return error < std::size(names) ? names[error] : "unknown";
+}
+
 }  // namespace l7fast::proxy

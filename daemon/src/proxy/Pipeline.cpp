@@ -220,6 +220,32 @@ int local_status(const policy::Route& route, const Verdict& v)
     return 500;
 }
 
+std::string rbac_rule_name(const policy::Route& route, const Verdict& v)
+{
+    if (route.rbac && v.rbac_rule >= 0 && static_cast<size_t>(v.rbac_rule) < route.rbac->rules.size())
+        return route.rbac->rules[static_cast<size_t>(v.rbac_rule)].name;
+    return "default";
+}
+
+std::string verdict_reason(const policy::Route& route, const Verdict& v)
+{
+    switch (v.kind) {
+    case Verdict::Kind::JwtMissing:
+        return "jwt_missing";
+    case Verdict::Kind::JwtInvalid:
+        return "jwt_" + std::string(auth::reason_name(v.jwt_reason));
+    case Verdict::Kind::RbacDenied:
+        return "rbac_denied:" + rbac_rule_name(route, v);
+    case Verdict::Kind::RateLimited:
+        return "rate_limited";
+    case Verdict::Kind::Direct:
+        return "direct_response";
+    case Verdict::Kind::Forward:
+        break;
+    }
+    return {};
+}
+
 UpstreamHead upstream_request_head(const PolicyRuntime& rt, uint32_t route, std::string_view head,
                                    const policy::Claims* claims)
 {

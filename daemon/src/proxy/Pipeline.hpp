@@ -91,6 +91,14 @@ Verdict decide(const PolicyRuntime& rt, uint32_t route, const policy::RequestVie
 policy::LocalResponse local_response_for(const policy::Route& route, const Verdict& v, bool close);
 int local_status(const policy::Route& route, const Verdict& v);
 
+// The deciding RBAC rule's name, "default" when no rule held.
+std::string rbac_rule_name(const policy::Route& route, const Verdict& v);
+// Why the policy answered a request itself, for the access log, the debug
+// log and `l7fastctl explain`: jwt_missing, jwt_<auth reason> (jwt_expired,
+// ...), rbac_denied:<rule name> (":default" when no rule held),
+// rate_limited, direct_response; "" for a request it forwards.
+std::string verdict_reason(const policy::Route& route, const Verdict& v);
+
 // The head to send upstream: the route's request mutation plus the
 // forwarded-claim headers of its provider (Mutation.hpp gives the bytes).
 struct UpstreamHead {

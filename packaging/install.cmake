@@ -1,5 +1,6 @@
 # Install rules for the files around the binaries: systemd unit, sysusers
-# entry, D-Bus policy, bash completion, man pages, default policy.
+# entry, D-Bus policy, bash completion, man pages, default policy, the
+# monitoring assets.
 # Included from the top-level CMakeLists.txt (and, until it is, injected by
 # the package builds with -DCMAKE_PROJECT_INCLUDE=<this file>).
 include_guard(GLOBAL)
@@ -41,6 +42,13 @@ else()
   message(WARNING "packaging/policy.toml is missing: no default policy installed")
 endif()
 install(DIRECTORY DESTINATION ${CMAKE_INSTALL_FULL_SYSCONFDIR}/l7fast/policy.d)
+
+# For the operator's Grafana and Prometheus (docs/monitoring.md): not read by
+# l7fast itself. tests/monitoring/check.py checks both against the metrics
+# l7fastd exports.
+install(FILES ${_l7_top}/packaging/monitoring/l7fast-dashboard.json
+              ${_l7_top}/packaging/monitoring/l7fast-alerts.yml
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/l7fast/monitoring)
 
 # Man pages from Markdown (docs/man/pages lists them; pandoc). ON by default when pandoc is there;
 # the package builds force it ON so a missing pandoc is an error.

@@ -25,6 +25,9 @@ PACKAGES=(
 	# run (demo) and test
 	python3 python3-pytest curl iproute2 procps util-linux kmod
 	dbus-daemon dbus-bin dbus-system-bus-common systemd
+	# test: the monitoring assets (tests/monitoring/check.py, a ctest test):
+	# promtool is in Debian's prometheus package
+	prometheus python3-jsonschema python3-yaml
 )
 
 # shellcheck disable=SC1091
@@ -52,4 +55,17 @@ log "installing: ${missing[*]}"
 "${SUDO[@]}" apt-get -o DPkg::Lock::Timeout=300 update -qq
 "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
 	apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends "${missing[@]}"
+# Only promtool is wanted from prometheus, but its maintainer scripts enable
+# and start a Prometheus server (port 9090) where systemd runs: stop and
+# disable it when this script installed the package (a server the machine
+# already had is left alone). Without systemd, invoke-rc.d starts the SysV
+# script unless policy-rc.d forbids it; stop that one too.
+if [[ " ${missing[*]} " == *" prometheus "* ]]; then
+	if [ -d /run/systemd/system ]; then
+		"${SUDO[@]}" systemctl disable --now prometheus.service >/dev/null 2>&1 || true
+	elif [ -x /etc/init.d/prometheus ]; then
+		"${SUDO[@]}" /etc/init.d/prometheus stop >/dev/null 2>&1 || true
+	fi
+	log "prometheus installed for promtool; its server is stopped and not enabled"
+fi
 log "done"

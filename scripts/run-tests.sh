@@ -17,7 +17,9 @@
 # Suites, in the order they run:
 #   unit    C++ unit tests (ctest): HTTP parser, policy loader/router/compiler,
 #           differential matcher tests, D-Bus codecs and access checks, the
-#           fuzz corpus replayed through the fuzz targets' invariants
+#           fuzz corpus replayed through the fuzz targets' invariants; and
+#           the Grafana dashboard and Prometheus alert rules
+#           (tests/monitoring/check.py, also a ctest test)
 #   fuzz    libFuzzer targets (scripts/fuzz.sh: its own clang/ASan/UBSan
 #           build in $BUILD/fuzz), L7FAST_FUZZ_SECONDS (default 30) each:
 #           HTTP parser, policy loader+compiler, JWT, matcher vs Router,

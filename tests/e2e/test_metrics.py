@@ -3,17 +3,20 @@ endpoint serves the snapshot `l7fastctl stats` shows (kernel and slow-path
 figures, cumulative latency buckets), refuses other paths, moves on a
 reload (a bind failure fails the reload and keeps the old one); the sampled
 access log writes one line per request (kernel and slow path) with sample 1
-and none with 0."""
+and none with 0; the shipped Grafana dashboard and alert rules query only
+what l7fastd serves."""
+import importlib.util
 import json
 import os
 import re
 import resource
 import socket
 import time
+from pathlib import Path
 
 import pytest
 
-from l7env import LIVENESS, free_port, wait_until
+from l7env import LIVENESS, Cgroup, Daemon, free_port, wait_until
 
 PROM_LINE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
 LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
@@ -84,12 +87,16 @@ def http(port, raw, timeout=5.0):
     return status, headers, body
 
 
-def scrape(port):
+def scrape_text(port):
     status, headers, body = http(port, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
     assert status == 200
     assert headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8"
     assert int(headers["content-length"]) == len(body)
-    return parse(body.decode())
+    return body.decode()
+
+
+def scrape(port):
+    return parse(scrape_text(port))
 
 
 def parse(text):
@@ -456,3 +463,86 @@ def test_access_log_as_json_lines(env, web):
     finally:
         d.header = re.sub(r"\naccess_log_format = \"\w+\"", "", d.header)
         set_sample(env, 0)
+
+
+def monitoring_check():
+    """tests/monitoring/check.py as a module: how it reads the dashboard, the
+    alert rules and Metrics.cpp."""
+    path = Path(__file__).resolve().parents[1] / "monitoring" / "check.py"
+    spec = importlib.util.spec_from_file_location("monitoring_check", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def degraded_policy(port, backend):
+    return f"""
+[[listener]]
+name = "web"
+address = "127.0.0.1:{port}"
+[[cluster]]
+name = "b"
+endpoints = [ {{ address = "{backend.address()}" }} ]
+[[route]]
+name = "guarded"
+cluster = "b"
+match = {{ path_prefix = "/" }}
+[route.rbac]
+rules = [ {{ name = "no-admin", action = "deny", path_prefix = "/admin" }} ]
+"""
+
+
+def test_the_dashboard_and_the_alert_rules_query_only_what_l7fastd_serves(env, web):
+    """Every series packaging/monitoring's dashboard and alert rules select
+    is in l7fastd's exposition, with the labels they use, and
+    tests/monitoring/check.py's reading of Metrics.cpp (which the ctest test
+    checks the assets against) is what l7fastd serves: families, types,
+    series and label names. Some families have samples only after an event:
+    this daemon gets requests on both planes and a reload; a second one,
+    degraded (L7FAST_TEST_FAULT=memlock, no D-Bus, a cgroup of its own),
+    gets an RBAC denial and a refused request."""
+    mc = monitoring_check()
+    send(env, web, "/kern/monitoring", 3)
+    send(env, web, "/user/monitoring", 2)
+    assert "last reload failed" not in env.daemon.reload()
+    running = scrape_text(env.metrics_port)
+
+    cgroup = Cgroup(f"l7fast-test-{os.getpid()}-metrics-degraded")
+    work = Path(env.tmp.name) / "degraded"
+    work.mkdir(exist_ok=True)
+    port, mport = free_port(), free_port()
+    d = None
+    try:
+        d = Daemon(degraded_policy(port, env.backends["b"]), cgroup, work, extra_args=("--no-dbus",),
+                   daemon_settings=f'metrics_address = "127.0.0.1:{mport}"',
+                   extra_env={"L7FAST_TEST_FAULT": "memlock"})
+        assert http(port, b"GET /admin/x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")[0] == 403
+        assert http(port, b"GET /a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")[0] == 200
+        assert http(port, b"GET /a%2Fb HTTP/1.1\r\nHost: x\r\n\r\n")[0] == 400
+        degraded = scrape_text(mport)
+    finally:
+        if d:
+            d.stop()
+        cgroup.remove()
+    assert get(parse(degraded), "l7fast_daemon_state", state="degraded") == 1
+    assert get(parse(running), "l7fast_daemon_state", state="running") == 1
+
+    source = mc.load_source_families()
+    referenced = mc.references()
+    assert len(referenced) > 30, referenced
+    # a running daemon serves every family the assets query but the reason
+    # it would be degraded for (families of events, such as refusals, with
+    # no sample until one happens); the two serve samples of every series
+    index = mc.series_index(source)
+    assert not referenced - set(index), f"not written by Metrics.cpp: {referenced - set(index)}"
+    families = {index[s][0].name for s in referenced}
+    assert families - set(mc.families_from_exposition(running)) == {"l7fast_daemon_degraded_info"}
+    served = {name for name, _ in parse(running)} | {name for name, _ in parse(degraded)}
+    assert not referenced - served, referenced - served
+    live = mc.families_from_exposition(running + degraded)
+    problems = mc.check_queries_against(live)
+    assert not problems, "\n".join(problems)
+
+    assert {n: f.type for n, f in source.items()} == {n: f.type for n, f in live.items()}
+    assert {s: labels for f in source.values() for s, labels in f.series.items()} == \
+        {s: labels for f in live.values() for s, labels in f.series.items()}

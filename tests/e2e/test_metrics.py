@@ -354,10 +354,10 @@ def test_access_log_one_line_per_request_on_both_paths_with_sample_1(env, web):
     assert len(kern) == 4 and len(user) == 3, "\n".join(lines)
     for l in kern:
         assert re.search(r"access client=127\.0\.0\.1:\d+ method=- target=- route=kern status=200 in=- "
-                         r"out=\d+ latency_us=\d+ path=kernel$", l), l
+                         r"out=\d+ latency_us=\d+ path=kernel id=[0-9a-f]{16}$", l), l
     for l in user:
         assert re.search(r'access client=127\.0\.0\.1:\d+ method=GET target="/user/logged\?y=2" route=user '
-                         r"status=200 in=\d+ out=\d+ latency_us=\d+ path=user$", l), l
+                         r"status=200 in=\d+ out=\d+ latency_us=\d+ path=user id=[0-9a-f]{16}$", l), l
 
 
 def test_access_log_sample_0_logs_nothing(env, web):
@@ -411,7 +411,7 @@ def test_requests_l7fast_refuses_itself_are_logged_and_counted(env, web, local):
         lines = [l for l in access_lines(env, mark) if marker in l]
         assert len(lines) == 1, access_lines(env, mark)
         assert re.search(rf"{request} route=- status=400 in=- out=\d+ latency_us=\d+ path=user "
-                         rf"reason={re.escape(reason)}$", lines[0]), lines[0]
+                         rf"reason={re.escape(reason)} id=[0-9a-f]{{16}}$", lines[0]), lines[0]
     after = scrape(env.metrics_port)
     stats1 = env.stats()["refused"]
     for _, reason, _ in cases:
@@ -433,7 +433,9 @@ def test_access_log_as_json_lines(env, web):
         c = env.client(web)
         port = c.sock.getsockname()[1]
         for path in ("/kern/json", "/user/json?a=1"):
-            c.request("GET", path)
+            # the client's request id is the line's; the kernel never sees
+            # it, and its line gets one made up
+            c.request("GET", path, headers={"X-Request-Id": "trace-42"})
             assert c.read_response().status == 200
         c.close()
 
@@ -450,9 +452,11 @@ def test_access_log_as_json_lines(env, web):
         by_path = {o["path"]: o for o in lines()}
         b = env.endpoints[0]
         assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", by_path["user"]["time"])
+        assert re.fullmatch(r"[0-9a-f]{16}", by_path["kernel"].pop("request_id"))
         assert {k: v for k, v in by_path["user"].items() if k not in ("time", "bytes_in", "bytes_out",
                                                                        "duration_us")} == {
-            "type": "access", "client": f"127.0.0.1:{port}", "method": "GET", "authority": "test",
+            "type": "access", "request_id": "trace-42", "client": f"127.0.0.1:{port}", "method": "GET",
+            "authority": "test",
             "target": "/user/json?a=1", "route": "user", "cluster": "b", "endpoint": b, "status": 200,
             "reason": None, "path": "user"}
         assert {k: v for k, v in by_path["kernel"].items() if k not in ("time", "bytes_out", "duration_us")} == {

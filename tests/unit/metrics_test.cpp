@@ -233,7 +233,7 @@ TEST(AccessLog, LineFormat)
     e.latency_ns = 85'600;
     EXPECT_EQ(proxy::AccessLog::format(e),
               "access client=127.0.0.1:4242 method=GET target=\"/a?q=\\\"x\\\"\\\\\" route=api status=200 in=77 "
-              "out=120 latency_us=85 path=user");
+              "out=120 latency_us=85 path=user id=-");
     proxy::AccessEntry k;
     k.client = "[::1]:80";
     k.route = "api";
@@ -242,13 +242,34 @@ TEST(AccessLog, LineFormat)
     k.latency_ns = 999;
     k.kernel = true;
     EXPECT_EQ(proxy::AccessLog::format(k),
-              "access client=[::1]:80 method=- target=- route=api status=404 in=- out=5 latency_us=0 path=kernel");
+              "access client=[::1]:80 method=- target=- route=api status=404 in=- out=5 latency_us=0 path=kernel id=-");
     // why l7fast answered, when it knows
     e.status = 403;
     e.reason = "rbac_denied:admins-only";
     EXPECT_EQ(proxy::AccessLog::format(e),
               "access client=127.0.0.1:4242 method=GET target=\"/a?q=\\\"x\\\"\\\\\" route=api status=403 in=77 "
-              "out=120 latency_us=85 path=user reason=rbac_denied:admins-only");
+              "out=120 latency_us=85 path=user reason=rbac_denied:admins-only id=-");
+    e.request_id = "req-7";
+    EXPECT_EQ(proxy::AccessLog::format(e),
+              "access client=127.0.0.1:4242 method=GET target=\"/a?q=\\\"x\\\"\\\\\" route=api status=403 in=77 "
+              "out=120 latency_us=85 path=user reason=rbac_denied:admins-only id=req-7");
+}
+
+TEST(AccessLog, RequestIdIsTheClientsWhenItReadsAsOneToken)
+{
+    using F = l7fast::policy::HeaderField;
+    const std::vector<F> ok{{"Host", "h"}, {"X-Request-ID", "abc-123_x.y"}, {"x-request-id", "second"}};
+    EXPECT_EQ(proxy::AccessLog::request_id_from(ok), "abc-123_x.y");
+    for (const char* bad : {"", "a b", "a\"b", "a\\b", "\x01", "caf\xc3\xa9"})
+        EXPECT_EQ(proxy::AccessLog::request_id_from(std::vector<F>{{"X-Request-Id", bad}}), "") << bad;
+    EXPECT_EQ(proxy::AccessLog::request_id_from(
+                  std::vector<F>{{"X-Request-Id", std::string(proxy::AccessLog::kMaxRequestId + 1, 'a')}}),
+              "");
+    EXPECT_EQ(proxy::AccessLog::request_id_from(std::vector<F>{{"X-Request", "a"}}), "");
+    const std::string made = proxy::AccessLog::make_request_id();
+    EXPECT_EQ(made.size(), 16u);
+    EXPECT_EQ(made.find_first_not_of("0123456789abcdef"), std::string::npos) << made;
+    EXPECT_NE(made, proxy::AccessLog::make_request_id());
 }
 
 TEST(AccessLog, JsonLineFormat)
@@ -268,7 +289,8 @@ TEST(AccessLog, JsonLineFormat)
     e.latency_ns = 85'600;
     const auto when = std::chrono::system_clock::time_point(std::chrono::milliseconds(1'796'106'600'123));
     EXPECT_EQ(proxy::AccessLog::format_json(e, when),
-              R"({"time":"2026-12-01T06:30:00.123Z","type":"access","client":"127.0.0.1:4242","method":"GET",)"
+              R"({"time":"2026-12-01T06:30:00.123Z","type":"access","request_id":null,"client":"127.0.0.1:4242",)"
+              R"("method":"GET",)"
               R"("authority":"api.example.com","target":"/a?q=\"x\"\\\u0001\u00ff","route":"api",)"
               R"("cluster":"app","endpoint":"127.0.0.1:9001","status":403,"reason":"rbac_denied:office",)"
               R"("bytes_in":77,"bytes_out":120,"duration_us":85,"path":"user"})");
@@ -281,7 +303,7 @@ TEST(AccessLog, JsonLineFormat)
     k.latency_ns = 2'000;
     k.kernel = true;
     EXPECT_EQ(proxy::AccessLog::format_json(k, when),
-              R"({"time":"2026-12-01T06:30:00.123Z","type":"access","client":"[::1]:80","method":null,)"
+              R"({"time":"2026-12-01T06:30:00.123Z","type":"access","request_id":null,"client":"[::1]:80","method":null,)"
               R"("authority":null,"target":null,"route":"api","cluster":null,"endpoint":null,"status":200,)"
               R"("reason":null,"bytes_in":null,"bytes_out":5,"duration_us":2,"path":"kernel"})");
 }

@@ -5,8 +5,10 @@
 
 #include <cstdio>
 #include <ctime>
+#include <random>
 
 #include "common/Log.hpp"
+#include "policy/Text.hpp"
 
 namespace l7fast::proxy {
 
@@ -57,7 +59,31 @@ std::string AccessLog::format(const AccessEntry& e)
     s += e.kernel ? " path=kernel" : " path=user";
     if (!e.reason.empty())
         s += " reason=" + escape_target(e.reason);
+    s += " id=" + (e.request_id.empty() ? std::string("-") : escape_target(e.request_id));
     return s;
+}
+
+std::string AccessLog::request_id_from(std::span<const policy::HeaderField> fields)
+{
+    for (const policy::HeaderField& f : fields) {
+        if (f.name.size() != 12 || !policy::text::iequals(f.name, "x-request-id"))
+            continue;
+        if (f.value.empty() || f.value.size() > kMaxRequestId)
+            return {};
+        for (unsigned char c : f.value)
+            if (c <= 0x20 || c >= 0x7f || c == '"' || c == '\\')
+                return {};
+        return std::string(f.value);
+    }
+    return {};
+}
+
+std::string AccessLog::make_request_id()
+{
+    thread_local std::mt19937_64 rng{std::random_device{}()};
+    char buf[17];
+    std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(rng()));
+    return buf;
 }
 
 namespace {
@@ -86,6 +112,7 @@ std::string rfc3339_ms(std::chrono::system_clock::time_point t)
 std::string AccessLog::format_json(const AccessEntry& e, std::chrono::system_clock::time_point when)
 {
     std::string s = "{\"time\":\"" + rfc3339_ms(when) + "\",\"type\":\"access\"";
+    s += ",\"request_id\":" + json_string(e.request_id);
     s += ",\"client\":" + json_string(e.client);
     s += ",\"method\":" + json_string(e.method);
     s += ",\"authority\":" + json_string(e.authority);
@@ -118,7 +145,14 @@ void AccessLog::write(const AccessEntry& e, std::chrono::steady_clock::time_poin
         return;
     }
     in_window_++;
-    log::info(format_ == Format::Json ? format_json(e, std::chrono::system_clock::now()) : format(e));
+    const AccessEntry* line = &e;
+    AccessEntry with_id;
+    if (e.request_id.empty()) {
+        with_id = e;
+        with_id.request_id = make_request_id();
+        line = &with_id;
+    }
+    log::info(format_ == Format::Json ? format_json(*line, std::chrono::system_clock::now()) : format(*line));
 }
 
 std::string client_address(const l7_conn_key& k)

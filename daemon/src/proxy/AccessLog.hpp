@@ -10,7 +10,10 @@
 #include <string>
 #include <string_view>
 
+#include <span>
+
 #include "l7fast_abi.h"
+#include "policy/Router.hpp"
 
 namespace l7fast::proxy {
 
@@ -29,6 +32,9 @@ struct AccessEntry {
     std::string_view authority;  // the Host header (slow path)
     std::string_view cluster;
     std::string endpoint;        // upstream "ip:port"
+    // The client's X-Request-Id (request_id_from), else empty: write() then
+    // makes one up, so that every line has an id to quote.
+    std::string request_id;
 };
 
 class AccessLog {
@@ -49,15 +55,24 @@ public:
     uint64_t dropped() const { return dropped_; }
 
     // "access client=... method=GET target=\"/a\" route=r status=200 in=77
-    // out=120 latency_us=85 path=user"; "-" for what is not known.
+    // out=120 latency_us=85 path=user [reason=WHY] id=ID"; "-" for what is
+    // not known.
     static std::string format(const AccessEntry& e);
     // One JSON object: {"time":"2026-12-02T06:50:00.123Z","type":"access",
-    // "client":..., "method":..., "authority":..., "target":..., "route":...,
+    // "request_id":..., "client":..., "method":..., "authority":..., "target":..., "route":...,
     // "cluster":..., "endpoint":..., "status":200, "reason":..., "bytes_in":...,
     // "bytes_out":..., "duration_us":..., "path":"kernel"|"user"}; null for
     // what is not known. Strings are cut as targets are and escaped as JSON
     // (a byte outside printable ASCII as \u00XX).
     static std::string format_json(const AccessEntry& e, std::chrono::system_clock::time_point when);
+    // The id of a request that sent one: the first X-Request-Id field's
+    // value when it is 1..kMaxRequestId bytes of visible ASCII other than `"`
+    // and `\` (so that it reads as one token in the text format); else empty.
+    static constexpr size_t kMaxRequestId = 128;
+    static std::string request_id_from(std::span<const policy::HeaderField> fields);
+    // 16 random hex digits.
+    static std::string make_request_id();
+
     // The target bounded to kMaxTarget bytes, `"` `\` and bytes outside
     // 0x20..0x7e escaped (\" \\ \xHH), "..." appended when cut.
     static std::string escape_target(std::string_view t);

@@ -697,6 +697,7 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
                 entry->target = target;
                 entry->status = 404;
                 entry->reason = "no_route";
+                entry->request_id = AccessLog::request_id_from(fields);
                 entry->bytes_in = m.hdr_len + (m.body_kind == L7_BODY_LENGTH ? m.content_length : 0);
             }
             // the body, if any, is not read: close rather than resynchronise
@@ -731,9 +732,10 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
         // access log: the head is consumed before the response ends, so a
         // sampled exchange keeps its method and target (as received)
         std::optional<std::pair<std::string, std::string>> logged;
-        std::string logged_authority;
+        std::string logged_authority, logged_id;
         if (server_.access_log().sampled()) {
             logged.emplace(std::string(view.method), std::string(head.data() + m.target_off, m.target_len));
+            logged_id = AccessLog::request_id_from(fields);
             for (const auto& f : fields)
                 if (policy::text::iequals(f.name, "host")) {
                     logged_authority.assign(f.value);
@@ -766,6 +768,7 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
                 e.latency_ns = ns;
                 e.reason = reason;
                 e.authority = logged_authority;
+                e.request_id = logged_id;
                 e.cluster = cluster_name;
                 if (endpoint)
                     e.endpoint = endpoint->str();

@@ -782,6 +782,8 @@ control::StatsSnapshot Daemon::stats()
     }
     out.no_route = server_->user_requests_no_route();
     out.refused.assign(server_->refused().begin(), server_->refused().end());
+    if (dp_)
+        out.dataplane_connections = dp_->connection_modes();
 
     // per endpoint address (pool id), in the order the clusters list them
     struct Where {

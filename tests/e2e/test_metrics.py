@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from l7env import LIVENESS, Cgroup, Daemon, free_port, wait_until
+from l7env import LIVENESS, Cgroup, Daemon, free_port, make_request, wait_until
 
 PROM_LINE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
 LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
@@ -337,6 +337,36 @@ def set_sample(env, n):
     d.header = re.sub(r"\naccess_log_sample = \d+", "", d.header).rstrip("\n") + f"\naccess_log_sample = {n}\n"
     d.write_policy(env.web_policy)
     assert "last reload failed" not in d.reload()
+
+
+def test_dataplane_connections_by_plane_and_side(env, web):
+    """l7fast_dataplane_connections counts the data plane's table of client
+    connections: a local client served in the kernel is kernel/local, one
+    that pipelined is the slow path's (user/local) for good, a remote one
+    served in the kernel is kernel/remote; each goes once its session ends."""
+    def conns():
+        m = scrape(env.metrics_port)
+        return {(p, side): get(m, "l7fast_dataplane_connections", plane=p, side=side)
+                for p in ("kernel", "user") for side in ("local", "remote")}
+    zero = {(p, side): 0 for p in ("kernel", "user") for side in ("local", "remote")}
+    assert wait_until(lambda: conns() == zero), conns()
+    env.daemon.wait_idle(*env.endpoints)
+    k = env.client(web)
+    k.request("GET", "/kern/conn")
+    assert k.read_response().status == 200
+    u = env.client(web)
+    u.send(make_request("GET", "/kern/p1") + make_request("GET", "/kern/p2"))
+    assert u.read_response().status == 200 and u.read_response().status == 200
+    env.daemon.wait_idle(*env.endpoints)
+    r = env.client(web, local=False)
+    r.request("GET", "/kern/remote")
+    assert r.read_response().status == 200
+    want = dict(zero)
+    want.update({("kernel", "local"): 1, ("user", "local"): 1, ("kernel", "remote"): 1})
+    assert wait_until(lambda: conns() == want), conns()
+    for c in (k, u, r):
+        c.close()
+    assert wait_until(lambda: conns() == zero), conns()
 
 
 def test_access_log_one_line_per_request_on_both_paths_with_sample_1(env, web):

@@ -2,7 +2,9 @@
 // implements it; the D-Bus service only marshals.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -116,6 +118,10 @@ struct StatsSnapshot {
     // requests l7fast refused itself (400 malformed, 408, 417, 501), by
     // reason ("bad_request:duplicate_content_length", ...; ClientSession::refuse)
     std::vector<std::pair<std::string, uint64_t>> refused;
+    // client connections the data plane knows, [mode][side]: mode 0 kernel,
+    // 1 handed to the slow path; side 0 local, 1 remote; nullopt without
+    // a data plane
+    std::optional<std::array<std::array<uint64_t, 2>, 2>> dataplane_connections;
 };
 
 struct CheckOutcome {

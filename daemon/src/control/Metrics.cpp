@@ -441,6 +441,16 @@ void render_stats(Exposition& e, const StatsSnapshot& s, const std::string& vers
                 e.sample("l7fast_dataplane_to_slow_path_total", {{"reason", std::string_view(k).substr(slow.size())}},
                          v);
     }
+    if (s.dataplane_connections) {
+        e.family("l7fast_dataplane_connections", "gauge",
+                 "Client connections the kernel data plane knows, by plane (kernel, or handed to the slow path "
+                 "for now) and side (local: a client on this host; remote).");
+        for (int mode = 0; mode < 2; mode++)
+            for (int side = 0; side < 2; side++)
+                e.sample("l7fast_dataplane_connections",
+                         {{"plane", mode ? "user" : "kernel"}, {"side", side ? "remote" : "local"}},
+                         (*s.dataplane_connections)[mode][side]);
+    }
 }
 
 }  // namespace

@@ -594,6 +594,39 @@ std::optional<ConnRef> Dataplane::conn_of(const l7_conn_key& k) const
     return ConnRef{r.idx, r.gen};
 }
 
+std::array<std::array<uint64_t, 2>, 2> Dataplane::connection_modes() const
+{
+    std::array<std::array<uint64_t, 2>, 2> out{};
+    const int fd = bpf_map__fd(skel_->maps.l7_conns);
+    constexpr uint32_t kBatch = 4096;
+    std::vector<uint32_t> keys(kBatch);
+    std::vector<l7_conn> values(kBatch);
+    uint32_t next = 0;
+    bool first = true;
+    // an array map: L7_MAX_CONNS entries, kBatch at a time; the last batch
+    // ends with ENOENT
+    for (uint32_t done = 0; done < L7_MAX_CONNS;) {
+        uint32_t count = kBatch;
+        const int r = bpf_map_lookup_batch(fd, first ? nullptr : &next, &next, keys.data(), values.data(), &count,
+                                           nullptr);
+        const int err = r < 0 ? errno : 0;
+        if (r < 0 && err != ENOENT) {
+            log::warning("cannot read l7_conns to count connections: ", std::strerror(err));
+            break;
+        }
+        first = false;
+        for (uint32_t i = 0; i < count; i++) {
+            const l7_conn& c = values[i];
+            if (c.state == L7_CONN_USED)
+                out[c.mode == L7_MODE_USER ? 1 : 0][c.side == L7_SIDE_REMOTE ? 1 : 0]++;
+        }
+        done += count;
+        if (err == ENOENT || count == 0)
+            break;
+    }
+    return out;
+}
+
 std::optional<l7_conn> Dataplane::conn(ConnRef r) const
 {
     l7_conn c{};

@@ -3,6 +3,7 @@
 // One instance per daemon; every kernel object is released by the destructor.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -180,6 +181,10 @@ public:
     RouteCounters pool_counters(uint32_t pool) const;
     void clear_pool_counters(uint32_t pool);
     std::vector<uint64_t> counters() const;  // enum l7_counter
+    // Client connections the data plane knows (l7_conns entries in use), by
+    // mode (kernel, or handed to the slow path) and side (local, remote):
+    // [mode][side]. One batched read of the table.
+    std::array<std::array<uint64_t, 2>, 2> connection_modes() const;
 
     const std::string& pin_dir() const { return opts_.bpffs; }
 

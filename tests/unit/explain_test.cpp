@@ -362,6 +362,11 @@ TEST_F(ExplainTest, RefusedBeforeAnyRoute)
     EXPECT_EQ(dots.at("normalized_target"), "/api/y");
     EXPECT_EQ(dots.at("route"), "api");
     EXPECT_EQ(dots.at("plane.reason"), "to_slow_path_path_not_normal");
+    // the first reason in the data plane's order is the one named: the
+    // size is checked before the path's form
+    const Explained big = run(get("/x/../api/y", {{"X-Tenant", "a"}, {"Content-Length", "100000"}}));
+    EXPECT_EQ(big.at("plane.reason"), "to_slow_path_too_big");
+    EXPECT_EQ(big.at("route"), "api");
 }
 
 TEST_F(ExplainTest, BadRequestsAreRefusedWithWhatToDo)

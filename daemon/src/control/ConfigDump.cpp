@@ -193,20 +193,9 @@ void write_actions(JsonWriter& w, const policy::Route& r)
     w.end_array();
 }
 
-const char* lb_name(policy::LbPolicy lb)
-{
-    switch (lb) {
-    case policy::LbPolicy::RoundRobin: return "round_robin";
-    case policy::LbPolicy::Weighted: return "weighted";
-    case policy::LbPolicy::RingHash: return "ring_hash";
-    case policy::LbPolicy::Maglev: return "maglev";
-    }
-    return "?";
-}
-
 void write_cluster(JsonWriter& w, const policy::Cluster& c, const DumpFacts& facts)
 {
-    w.begin_object().field("name", c.name).field("lb", lb_name(c.lb));
+    w.begin_object().field("name", c.name).field("lb", policy::lb_name(c.lb));
     if (c.hash_key) {
         w.key("hash_key");
         write_key(w, *c.hash_key);

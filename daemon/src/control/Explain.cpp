@@ -71,17 +71,6 @@ std::string hex64(uint64_t v)
     return buf;
 }
 
-const char* lb_name(policy::LbPolicy lb)
-{
-    switch (lb) {
-    case policy::LbPolicy::RoundRobin: return "round_robin";
-    case policy::LbPolicy::Weighted: return "weighted";
-    case policy::LbPolicy::RingHash: return "ring_hash";
-    case policy::LbPolicy::Maglev: return "maglev";
-    }
-    return "?";
-}
-
 // The head explain() sends through the parser, with what it needs to know
 // about how it was built.
 struct BuiltRequest {
@@ -392,8 +381,10 @@ std::optional<std::string> Explainer::run(const ExplainRequest& req, std::string
     }
     Plane plane = plane_before_routing();
     const bool dataplane = plane.reason.empty();
+    // the data plane hands a request over for the first reason it meets, in
+    // this order
     auto user_plane = [&](const char* reason, std::string why) {
-        if (dataplane) {
+        if (dataplane && plane.reason.empty()) {
             plane.reason = reason;
             plane.why = std::move(why);
         }
@@ -631,7 +622,7 @@ std::optional<std::string> Explainer::run(const ExplainRequest& req, std::string
             const policy::Cluster& c = pol_.clusters[cidx];
             w_.field("cluster", c.name).field("cluster_choice", rcs.size() == 1 ? "the route's only cluster"
                                                                                 : "weights sum to 0: the first");
-            w_.field("lb", lb_name(c.lb));
+            w_.field("lb", policy::lb_name(c.lb));
             const lb::HashBalancer* hb = cidx < rt.balancers.size() ? rt.balancers[cidx].get() : nullptr;
             std::optional<size_t> e;
             if (c.endpoints.empty()) {

@@ -245,6 +245,17 @@ const Listener* Policy::find_listener(const std::string& name) const
     return nullptr;
 }
 
+const char* lb_name(LbPolicy lb)
+{
+    switch (lb) {
+    case LbPolicy::RoundRobin: return "round_robin";
+    case LbPolicy::Weighted: return "weighted";
+    case LbPolicy::RingHash: return "ring_hash";
+    case LbPolicy::Maglev: return "maglev";
+    }
+    return "?";
+}
+
 std::vector<ConditionRef> conditions_of(const RouteMatch& m)
 {
     using K = ConditionRef::Kind;

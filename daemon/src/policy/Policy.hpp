@@ -115,6 +115,8 @@ enum class LbPolicy {
     RingHash,  // Envoy's ring hash: xxh64 of the key on a ring of endpoint points
     Maglev,    // Maglev lookup table of maglev_table_size entries
 };
+// As the policy writes it: "round_robin", "weighted", "ring_hash", "maglev".
+const char* lb_name(LbPolicy lb);
 
 struct Endpoint {
     SocketAddress address;

@@ -25,7 +25,7 @@ expect() { # "words..." cword want...
 	if [ "$got" = "$*" ]; then echo "PASS '$line' -> $got"; else echo "FAIL '$line' -> '$got', want '$*'"; fails=$((fails + 1)); fi
 }
 cd "$(mktemp -d)" && touch a.toml b.txt
-expect "l7fastctl " 1 status reload stats routes dump check log-level
+expect "l7fastctl " 1 status reload stats routes dump check explain log-level
 expect "l7fastctl d" 1 dump
 expect "l7fastctl l" 1 log-level
 expect "l7fastctl log-level " 2 error warning notice info debug reset
@@ -36,5 +36,9 @@ expect "l7fastctl st" 1 status stats
 expect "l7fastctl status --" 2 --json --help --version
 expect "l7fastctl check --p" 2 --policy-dir
 expect "l7fastctl check " 2 a.toml
+expect "l7fastctl e" 1 explain
+expect "l7fastctl explain P" 2 POST PUT PATCH
+expect "l7fastctl explain GET /a --so" 4 --source
+expect "l7fastctl explain --policy " 3 a.toml
 expect "l7fastctl status " 2
 [ $fails = 0 ] && echo "$n completions as expected" || exit 1

@@ -324,7 +324,16 @@ details() { # NAME: the command's own summary, or its log's tail when it has non
 	local f=$LOGS/$1.log s='' tail=0
 	case $1 in
 	demo) s=$(strip_ansi "$f" | awk '/^== Summary/ { on = 1; next } on && /^== / { exit } on') ;;
-	test) s=$(strip_ansi "$f" | awk '/^l7fast test summary/ { on = 1 } on && !/^make(\[[0-9]+\])?: /') ;;
+	test)
+		s=$(strip_ansi "$f" | awk '/^l7fast test summary/ { on = 1 } on && !/^make(\[[0-9]+\])?: /')
+		# a suite's FAIL alone does not say what failed: the failing checks too
+		if [ "${RC[test]}" != 0 ]; then
+			local fails
+			fails=$(strip_ansi "$f" | grep -E 'L7S-TEST: FAIL|^FAILED |\[  FAILED  \]|^[^ ].*: FAIL( |$)' |
+				grep -v '=== suite' | head -n 20 || true)
+			[ -z "$fails" ] || s+=$'\n'"what failed (the first 20 lines that say so):"$'\n'"$fails"
+		fi
+		;;
 	deb | rpm) [ "${RC[$1]}" != 0 ] ||
 		s=$(strip_ansi "$f" | grep -E '\] (built: |lintian: clean)|packages and .* checked;' | sed 's/^ *//' || true) ;;
 	esac

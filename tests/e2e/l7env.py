@@ -721,8 +721,24 @@ class Env:
         self.tmp.cleanup()
 
     def kernel_warnings(self):
-        return [l for l in dmesg_lines()[len(self.dmesg_start):]
-                if re.search(r"WARNING|BUG|Oops|general protection|refcount_t|RIP:", l)]
+        return [l for l in dmesg_lines()[len(self.dmesg_start):] if is_our_warning(l)]
+
+
+# A user-space fault is logged by the kernel as "traps: COMM[PID] general
+# protection fault ..." or "COMM[PID]: segfault at ...". On a shared machine
+# those lines come from any process (seen: another tenant's "drv" crashing in
+# libc during a run); they are ours only when COMM is one of our programs.
+# Kernel-side lines (WARNING, BUG, Oops, a kernel GPF with RIP:) are always ours
+# to report: the data plane runs in that kernel.
+_USER_FAULT = re.compile(r"(?:traps: )?([^\s\[]+)\[\d+\]:? (?:general protection|segfault|trap )")
+OUR_PROGRAMS = ("l7fastd", "l7fastctl")
+
+
+def is_our_warning(line):
+    m = _USER_FAULT.search(line)
+    if m:
+        return m.group(1) in OUR_PROGRAMS
+    return re.search(r"WARNING|BUG|Oops|general protection|refcount_t|RIP:", line) is not None
 
 
 def dmesg_lines():

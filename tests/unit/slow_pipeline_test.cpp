@@ -11,6 +11,7 @@
 #include <openssl/evp.h>
 #include <systemd/sd-bus.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -533,6 +534,109 @@ TEST(SlowPipeline, RetryOrderSkipsTheFailedAndUnchoosableEndpoints)
     policy::Cluster one;
     one.endpoints.resize(1);
     EXPECT_TRUE(retry_endpoints(one, 0, 3).empty());
+}
+
+TEST(SlowPipeline, EndpointsThatAreOutAreNeverChosen)
+{
+    policy::Policy p = base_policy();
+    policy::Cluster ring = p.clusters[0];
+    ring.name = "ring";
+    ring.lb = policy::LbPolicy::RingHash;
+    ring.hash_key = policy::RequestKey{policy::RequestKey::Kind::Header, "x-user"};
+    policy::Cluster mag = ring;
+    mag.name = "maglev";
+    mag.lb = policy::LbPolicy::Maglev;
+    mag.maglev_table_size = 251;
+    p.clusters.push_back(ring);
+    p.clusters.push_back(mag);
+    p.routes = {route("a")};
+    auto rt = runtime(p);
+
+    uint64_t rr = 0;
+    EndpointInputs in;
+    in.rr_counter = [&] { return rr++; };
+    in.random32 = [] { return 7u; };
+    in.random64 = [] { return 1ull; };
+    std::vector<bool> up{true, false, true};
+    in.available = [&](uint32_t e) { return bool(up.at(e)); };
+
+    // round robin: endpoint 1 is skipped, the others still alternate
+    Req req("GET", "/", {{"X-User", "alice"}});
+    std::vector<size_t> order;
+    for (int i = 0; i < 6; i++)
+        order.push_back(*choose_endpoint(*rt, 0, req.view, nullptr, in));
+    EXPECT_EQ(std::count(order.begin(), order.end(), size_t{1}), 0);
+    EXPECT_EQ(std::count(order.begin(), order.end(), size_t{0}), 3);
+    EXPECT_EQ(std::count(order.begin(), order.end(), size_t{2}), 3);
+
+    // hashed: a key whose endpoint is in keeps it; the keys of the endpoint
+    // that is out move, and all of them to endpoints that are in
+    for (size_t c : {size_t{1}, size_t{2}}) {
+        size_t kept = 0, moved = 0;
+        for (int i = 0; i < 300; i++) {
+            Req k("GET", "/", {{"X-User", "user" + std::to_string(i)}});
+            std::vector<bool> all{true, true, true};
+            in.available = [&](uint32_t e) { return bool(all.at(e)); };
+            const size_t home = *choose_endpoint(*rt, c, k.view, nullptr, in);
+            in.available = [&](uint32_t e) { return bool(up.at(e)); };
+            const size_t now = *choose_endpoint(*rt, c, k.view, nullptr, in);
+            EXPECT_NE(now, 1u) << "cluster " << c << " key " << i;
+            if (home != 1) {
+                EXPECT_EQ(now, home) << "cluster " << c << " key " << i;
+                kept++;
+            } else {
+                moved++;
+            }
+            // the same key, asked again, gets the same answer (the subset
+            // table is built once per set of endpoints that are in)
+            EXPECT_EQ(*choose_endpoint(*rt, c, k.view, nullptr, in), now);
+        }
+        EXPECT_GT(kept, 0u);
+        EXPECT_GT(moved, 0u);
+    }
+
+    // none in: no endpoint, for every balancer
+    up = {false, false, false};
+    in.available = [&](uint32_t e) { return bool(up.at(e)); };
+    for (size_t c = 0; c < 3; c++)
+        EXPECT_EQ(choose_endpoint(*rt, c, req.view, nullptr, in), std::nullopt) << c;
+}
+
+TEST(SlowPipeline, HashSubsetTableIsTheTableOverTheEndpointsThatAreIn)
+{
+    policy::Policy p = base_policy();
+    p.clusters[0].lb = policy::LbPolicy::Maglev;
+    p.clusters[0].maglev_table_size = 251;
+    p.clusters[0].hash_key = policy::RequestKey{policy::RequestKey::Kind::Header, "x-user"};
+    policy::Cluster two = p.clusters[0];
+    two.name = "two";
+    two.endpoints = {p.clusters[0].endpoints[0], p.clusters[0].endpoints[2]};
+    p.clusters.push_back(two);
+    p.routes = {route("a")};
+    auto rt = runtime(p);
+    const std::vector<bool> in{true, false, true};
+    // a key of endpoint 1 goes where a cluster of just endpoints 0 and 2 sends it
+    size_t checked = 0;
+    for (uint64_t h = 1; h < 4000; h += 7) {
+        const uint64_t key = h * 0x9e3779b97f4a7c15ull;
+        if (*rt->balancers[0]->choose(key) != 1)
+            continue;
+        const uint32_t sub = *rt->balancers[1]->choose(key);
+        EXPECT_EQ(*rt->balancers[0]->choose_available(key, in), sub == 0 ? 0u : 2u) << key;
+        checked++;
+    }
+    EXPECT_GT(checked, 50u);
+}
+
+TEST(SlowPipeline, RetryOrderSkipsEndpointsThatAreOut)
+{
+    policy::Cluster c;
+    c.endpoints.resize(4);
+    const auto out3 = [](uint32_t e) { return e != 3; };
+    EXPECT_EQ(retry_endpoints(c, 2, 10, out3), (std::vector<size_t>{0, 1}));
+    EXPECT_EQ(retry_endpoints(c, 2, 1, out3), (std::vector<size_t>{0}));
+    const auto none = [](uint32_t) { return false; };
+    EXPECT_TRUE(retry_endpoints(c, 0, 10, none).empty());
 }
 
 // ---- telemetry ---------------------------------------------------------------------------

@@ -1,5 +1,7 @@
 #include "lb/HashBalancer.hpp"
 
+#include <algorithm>
+
 #include "l7_lb.h"
 
 namespace l7fast::lb {
@@ -23,6 +25,7 @@ std::optional<HashBalancer> HashBalancer::build(const policy::Cluster& cluster, 
         return std::nullopt;
 
     HashBalancer b;
+    b.cluster_ = cluster;
     b.policy_ = cluster.lb;
     if (cluster.lb == policy::LbPolicy::RingHash) {
         auto ring = RingHash::build(targets, cluster.ring_min_size, cluster.ring_max_size, why);
@@ -60,6 +63,58 @@ std::optional<uint32_t> HashBalancer::choose(uint64_t key_hash, const ActiveRequ
             total += active(i);
     }
     return bounded_->choose(key_hash, *hashed, active, total);
+}
+
+struct HashBalancer::Subset {
+    std::vector<bool> in;
+    std::vector<uint32_t> index;  // subset endpoint -> cluster endpoint
+    std::optional<HashBalancer> table;
+};
+
+std::optional<uint32_t> HashBalancer::choose_available(uint64_t key_hash, const std::vector<bool>& in,
+                                                       const ActiveRequests* active) const
+{
+    const size_t n = weights_.size();
+    const bool all_in = in.size() == n && std::find(in.begin(), in.end(), false) == in.end();
+    if (all_in)
+        return active ? choose(key_hash, *active) : choose(key_hash);
+    if (!bounded_) {
+        const auto e = choose(key_hash);
+        if (!e)
+            return std::nullopt;
+        if (*e < in.size() && in[*e])
+            return e;
+    }
+    if (!subset_ || subset_->in != in) {
+        auto sub = std::make_shared<Subset>();
+        sub->in = in;
+        policy::Cluster c = cluster_;
+        c.endpoints.clear();
+        for (uint32_t i = 0; i < n && i < in.size(); i++) {
+            if (!in[i])
+                continue;
+            c.endpoints.push_back(cluster_.endpoints[i]);
+            sub->index.push_back(i);
+        }
+        // a subset of a valid cluster's endpoints builds (weights >= 1 each);
+        // an empty one chooses nothing
+        if (!c.endpoints.empty())
+            sub->table = build(c, nullptr);
+        subset_ = std::move(sub);
+    }
+    const Subset& sub = *subset_;
+    if (!sub.table)
+        return std::nullopt;
+    std::optional<uint32_t> e;
+    if (active && sub.table->bounded()) {
+        const ActiveRequests mapped = [&](uint32_t i) { return (*active)(sub.index.at(i)); };
+        e = sub.table->choose(key_hash, mapped);
+    } else {
+        e = sub.table->choose(key_hash);
+    }
+    if (!e || *e >= sub.index.size())
+        return std::nullopt;
+    return sub.index[*e];
 }
 
 std::optional<std::string> HashBalancer::kernel_refusal() const

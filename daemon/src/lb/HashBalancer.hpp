@@ -9,9 +9,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "lb/BoundedLoad.hpp"
 #include "lb/Maglev.hpp"
@@ -44,6 +46,17 @@ public:
     std::optional<uint32_t> choose(uint64_t key_hash, const ActiveRequests& active,
                                    std::optional<uint64_t> cluster_active = std::nullopt) const;
 
+    // The choice when some endpoints are out (`in[e]`: endpoint e takes new
+    // requests; as many entries as endpoints): a key keeps the table's
+    // endpoint while that endpoint is in; a key whose endpoint is out gets
+    // what the table built over the endpoints that are in gives it (built
+    // once per set, with the cluster's own settings). Bounded load, when the
+    // cluster has it, chooses among the endpoints that are in. nullopt when
+    // none is. The kernel takes the first case and hands the second to the
+    // slow path (bpf/lib/select.h).
+    std::optional<uint32_t> choose_available(uint64_t key_hash, const std::vector<bool>& in,
+                                             const ActiveRequests* active = nullptr) const;
+
     // Why this cluster's endpoint choice cannot run in the kernel (bounded
     // load, ring or table above the kernel's capacity, no endpoints);
     // nullopt when it can.
@@ -53,6 +66,10 @@ public:
     const Maglev* maglev() const { return std::get_if<Maglev>(&table_); }
 
 private:
+    struct Subset;
+
+    policy::Cluster cluster_;  // what it was built from (for subsets)
+    mutable std::shared_ptr<Subset> subset_;  // the last subset table built
     policy::LbPolicy policy_ = policy::LbPolicy::RingHash;
     std::variant<RingHash, Maglev> table_;
     std::vector<double> weights_;

@@ -3,6 +3,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "lb/KeyHash.hpp"
@@ -269,26 +270,50 @@ std::optional<size_t> choose_endpoint(const PolicyRuntime& rt, size_t cluster,
                                       const EndpointInputs& in)
 {
     const policy::Cluster& c = rt.policy().clusters.at(cluster);
+    const size_t n = c.endpoints.size();
+    std::vector<bool> up(n, true);
+    bool all_up = true;
+    if (in.available)
+        for (size_t e = 0; e < n; e++)
+            all_up &= (up[e] = in.available(static_cast<uint32_t>(e)));
     const lb::HashBalancer* hb = cluster < rt.balancers.size() ? rt.balancers[cluster].get() : nullptr;
-    if (!hb)
-        return policy::Router::choose_endpoint(c, in.rr_counter ? in.rr_counter() : 0,
-                                               in.random32 ? in.random32() : 0);
+    if (!hb) {
+        const uint64_t rr = in.rr_counter ? in.rr_counter() : 0;
+        const uint32_t random = in.random32 ? in.random32() : 0;
+        if (all_up)
+            return policy::Router::choose_endpoint(c, rr, random);
+        // the same choice among the endpoints that are in (a weighted
+        // cluster's endpoints of weight 0 stay out of it)
+        policy::Cluster sub = c;
+        sub.endpoints.clear();
+        std::vector<size_t> index;
+        const bool weighted = c.lb == policy::LbPolicy::Weighted && std::any_of(c.endpoints.begin(), c.endpoints.end(),
+                                                                               [](const auto& e) { return e.weight; });
+        for (size_t e = 0; e < n; e++) {
+            if (!up[e] || (weighted && c.endpoints[e].weight == 0))
+                continue;
+            sub.endpoints.push_back(c.endpoints[e]);
+            index.push_back(e);
+        }
+        const auto e = policy::Router::choose_endpoint(sub, rr, random);
+        if (!e)
+            return std::nullopt;
+        return index.at(*e);
+    }
     std::optional<std::string> key;
     if (c.hash_key)
         key = policy::request_key(*c.hash_key, view, claims);
     // without its key a request lands anywhere, as in Envoy
     const uint64_t hash = key ? lb::key_hash(*key) : (in.random64 ? in.random64() : 0);
-    std::optional<uint32_t> e;
-    if (hb->bounded() && in.active)
-        e = hb->choose(hash, in.active);
-    else
-        e = hb->choose(hash);
+    const lb::HashBalancer::ActiveRequests* active = hb->bounded() && in.active ? &in.active : nullptr;
+    const std::optional<uint32_t> e = hb->choose_available(hash, up, active);
     if (!e)
         return std::nullopt;
     return static_cast<size_t>(*e);
 }
 
-std::vector<size_t> retry_endpoints(const policy::Cluster& cluster, size_t first, uint32_t retries)
+std::vector<size_t> retry_endpoints(const policy::Cluster& cluster, size_t first, uint32_t retries,
+                                    const std::function<bool(uint32_t)>& available)
 {
     std::vector<size_t> out;
     const size_t n = cluster.endpoints.size();
@@ -296,6 +321,8 @@ std::vector<size_t> retry_endpoints(const policy::Cluster& cluster, size_t first
     for (size_t step = 1; step < n && out.size() < retries; step++) {
         const size_t i = (first + step) % n;
         if (weighted && cluster.endpoints[i].weight == 0)
+            continue;
+        if (available && !available(static_cast<uint32_t>(i)))
             continue;
         out.push_back(i);
     }

@@ -115,15 +115,24 @@ struct EndpointInputs {
     std::function<uint32_t()> random32;
     std::function<uint64_t()> random64;
     lb::HashBalancer::ActiveRequests active;  // bounded load: active requests per endpoint
+    // whether an endpoint takes new requests (UpstreamHealth); empty: all do
+    std::function<bool(uint32_t endpoint)> available;
 };
+// Endpoints that are out are never chosen: round robin and weighted choose
+// among the others the same way; ring hash and Maglev keep a key's endpoint
+// while it is in and send the keys of an endpoint that is out where the
+// table built over the endpoints that are in sends them
+// (HashBalancer::choose_available). nullopt: no endpoint is in.
+
 std::optional<size_t> choose_endpoint(const PolicyRuntime& rt, size_t cluster,
                                       const policy::RequestView& view, const policy::Claims* claims,
                                       const EndpointInputs& in);
 
 // The endpoints to try after `first` failed to connect, in order: the
 // cluster's other endpoints from the one after `first` on, wrapping around,
-// skipping endpoints a weighted cluster never chooses (weight 0), at most
-// `retries` of them.
-std::vector<size_t> retry_endpoints(const policy::Cluster& cluster, size_t first, uint32_t retries);
+// skipping endpoints a weighted cluster never chooses (weight 0) and those
+// `available` says are out, at most `retries` of them.
+std::vector<size_t> retry_endpoints(const policy::Cluster& cluster, size_t first, uint32_t retries,
+                                    const std::function<bool(uint32_t)>& available = {});
 
 }  // namespace l7fast::proxy

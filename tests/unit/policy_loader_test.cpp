@@ -201,6 +201,131 @@ TEST(PolicyLoader, TheShippedDefaultPolicyIsValid)
             EXPECT_TRUE(e.address == addr("127.0.0.1:9001") || e.address == addr("127.0.0.1:9002")) << e.address.str();
 }
 
+// ---- health checks and outlier detection ---------------------------------------------
+
+TEST(PolicyLoader, HealthCheckAndOutlierDetectionDefaults)
+{
+    PolicyLoadResult r = PolicyLoader::load_string(std::string(kBase) +
+                                                       "health_check = {}\n"
+                                                       "outlier_detection = {}\n"
+                                                       "[[cluster]]\n"
+                                                       "name = \"plain\"\n"
+                                                       "endpoints = [ { address = \"127.0.0.1:9002\" } ]\n",
+                                                   "t.toml");
+    ASSERT_TRUE(r.ok()) << r.error_text();
+    const Policy& p = r.policy();
+    ASSERT_EQ(p.clusters.size(), 2u);
+    ASSERT_TRUE(p.clusters[0].health_check);
+    const HealthCheck& hc = *p.clusters[0].health_check;
+    EXPECT_EQ(hc.path, "/");
+    EXPECT_EQ(hc.host, "") << "the endpoint's address";
+    EXPECT_EQ(hc.interval.count(), 5000);
+    EXPECT_EQ(hc.timeout.count(), 1000);
+    EXPECT_EQ(hc.healthy_threshold, 2u);
+    EXPECT_EQ(hc.unhealthy_threshold, 3u);
+    EXPECT_TRUE(hc.expected_status.empty()) << "any 2xx or 3xx";
+    EXPECT_TRUE(hc.passes(200));
+    EXPECT_TRUE(hc.passes(399));
+    EXPECT_FALSE(hc.passes(199));
+    EXPECT_FALSE(hc.passes(404));
+    EXPECT_EQ(hc.where.str(), "t.toml:7:16");
+    ASSERT_TRUE(p.clusters[0].outlier_detection);
+    const OutlierDetection& od = *p.clusters[0].outlier_detection;
+    EXPECT_EQ(od.consecutive_5xx, 5u);
+    EXPECT_EQ(od.consecutive_connect_failures, 5u);
+    EXPECT_EQ(od.base_ejection.count(), 30000);
+    EXPECT_EQ(od.max_ejection.count(), 300000);
+    EXPECT_EQ(od.max_ejection_percent, 50u);
+    EXPECT_EQ(od.where.str(), "t.toml:8:21");
+    EXPECT_FALSE(p.clusters[1].health_check) << "no active checks unless asked for";
+    EXPECT_FALSE(p.clusters[1].outlier_detection) << "no passive ejection unless asked for";
+}
+
+TEST(PolicyLoader, HealthCheckAndOutlierDetectionEveryKey)
+{
+    PolicyLoadResult r = PolicyLoader::load_string(
+        std::string(kBase) +
+            "[[cluster]]\n"                                                          // 7
+            "name = \"sticky\"\n"                                                    // 8
+            "lb = \"maglev\"\n"                                                      // 9
+            "hash_key = { source_ip = true }\n"                                      // 10
+            "endpoints = [ { address = \"127.0.0.1:9002\" }, { address = \"127.0.0.1:9003\" } ]\n"
+            "[cluster.health_check]\n"                                               // 12
+            "path = \"/healthz?full=1\"\n"
+            "host = \"App.internal:8443\"\n"
+            "interval_ms = 2000\n"
+            "timeout_ms = 1999\n"
+            "healthy_threshold = 1\n"
+            "unhealthy_threshold = 100\n"
+            "expected_status = [200, 204, 418]\n"
+            "[cluster.outlier_detection]\n"                                          // 20
+            "consecutive_5xx = 0\n"
+            "consecutive_connect_failures = 1000\n"
+            "base_ejection_ms = 100\n"
+            "max_ejection_ms = 100\n"
+            "max_ejection_percent = 100\n"
+            "[[cluster]]\n"                                                          // 26
+            "name = \"single\"\n"
+            "lb = \"weighted\"\n"
+            "endpoints = [ { address = \"127.0.0.1:9004\" } ]\n"
+            "health_check = { expected_status = 503, interval_ms = 3600000, timeout_ms = 600000 }\n"  // 30
+            "outlier_detection = { consecutive_5xx = 1000, consecutive_connect_failures = 0, "
+            "base_ejection_ms = 86400000, max_ejection_ms = 86400000, max_ejection_percent = 1 }\n",
+        "t.toml");
+    ASSERT_TRUE(r.ok()) << r.error_text();
+    const Policy& p = r.policy();
+    ASSERT_EQ(p.clusters.size(), 3u);
+    EXPECT_FALSE(p.clusters[0].health_check);
+
+    ASSERT_TRUE(p.clusters[1].health_check);
+    const HealthCheck& hc = *p.clusters[1].health_check;
+    EXPECT_EQ(hc.path, "/healthz?full=1") << "sent as written, query included";
+    EXPECT_EQ(hc.host, "App.internal:8443") << "sent as written";
+    EXPECT_EQ(hc.interval.count(), 2000);
+    EXPECT_EQ(hc.timeout.count(), 1999);
+    EXPECT_EQ(hc.healthy_threshold, 1u);
+    EXPECT_EQ(hc.unhealthy_threshold, 100u);
+    EXPECT_EQ(hc.expected_status, (std::vector<uint16_t>{200, 204, 418}));
+    EXPECT_TRUE(hc.passes(418));
+    EXPECT_FALSE(hc.passes(302)) << "only the listed statuses";
+    EXPECT_EQ(hc.where.str(), "t.toml:12:1");
+    ASSERT_TRUE(p.clusters[1].outlier_detection);
+    const OutlierDetection& od = *p.clusters[1].outlier_detection;
+    EXPECT_EQ(od.consecutive_5xx, 0u) << "off";
+    EXPECT_EQ(od.consecutive_connect_failures, 1000u);
+    EXPECT_EQ(od.base_ejection.count(), 100);
+    EXPECT_EQ(od.max_ejection.count(), 100) << "may equal the base";
+    EXPECT_EQ(od.max_ejection_percent, 100u);
+    EXPECT_EQ(od.where.str(), "t.toml:20:1");
+
+    ASSERT_TRUE(p.clusters[2].health_check);
+    const HealthCheck& single = *p.clusters[2].health_check;
+    EXPECT_EQ(single.expected_status, std::vector<uint16_t>{503}) << "one status without an array";
+    EXPECT_TRUE(single.passes(503));
+    EXPECT_FALSE(single.passes(200));
+    EXPECT_EQ(single.interval.count(), 3600000);
+    EXPECT_EQ(single.timeout.count(), 600000);
+    EXPECT_EQ(single.where.str(), "t.toml:30:16");
+    ASSERT_TRUE(p.clusters[2].outlier_detection);
+    const OutlierDetection& od2 = *p.clusters[2].outlier_detection;
+    EXPECT_EQ(od2.consecutive_5xx, 1000u);
+    EXPECT_EQ(od2.consecutive_connect_failures, 0u) << "off";
+    EXPECT_EQ(od2.base_ejection.count(), 86400000);
+    EXPECT_EQ(od2.max_ejection.count(), 86400000);
+    EXPECT_EQ(od2.max_ejection_percent, 1u);
+}
+
+TEST(PolicyLoader, HealthCheckPathAndHostLengths)
+{
+    const std::string check = std::string(kBase) + "[cluster.health_check]\n";
+    EXPECT_EQ(first_error(check + "path = \"/" + std::string(1023, 'a') + "\"\n"), "(loaded without error)");
+    EXPECT_EQ(first_error(check + "path = \"/" + std::string(1024, 'a') + "\"\n"),
+              "t.toml:8:8: cluster \"app\".health_check.path: the path is 1025 bytes long; at most 1024");
+    EXPECT_EQ(first_error(check + "host = \"" + std::string(255, 'h') + "\"\n"), "(loaded without error)");
+    EXPECT_EQ(first_error(check + "host = \"" + std::string(256, 'h') + "\"\n"),
+              "t.toml:8:8: cluster \"app\".health_check.host: the host is 256 bytes long; at most 255");
+}
+
 // ---- drop-in fragments ------------------------------------------------------------
 
 TEST(PolicyLoader, FragmentsLoadAfterTheMainFileInNameOrder)
@@ -412,7 +537,7 @@ const ErrorCase kErrorCases[] = {
      "t.toml:1:1: \"my key\": unknown key; allowed here: daemon, listener, cluster, route, jwt_provider", true},
     {"key_after_a_table_belongs_to_it", "routes = []\n",
      "t.toml:7:1: cluster \"app\".routes: unknown key; allowed here: name, lb, endpoints, hash_key, ring_min_size, "
-     "ring_max_size, maglev_table_size, hash_balance_factor"},
+     "ring_max_size, maglev_table_size, hash_balance_factor, health_check, outlier_detection"},
     {"unknown_daemon", "[daemon]\npoolmax = 3\n",
      "t.toml:8:1: daemon.poolmax: unknown key (did you mean \"pool_max\"?); allowed here: cgroup, bpffs, "
      "ingress_budget, kernel_dataplane, offload_remote_clients, pool_min_idle, pool_max, connect_timeout_ms, "
@@ -422,7 +547,7 @@ const ErrorCase kErrorCases[] = {
      "t.toml:10:1: listener \"b\".port: unknown key; allowed here: name, address"},
     {"unknown_cluster", "[[cluster]]\nname = \"b\"\nendpoints = [ { address = \"127.0.0.1:9002\" } ]\npolicy = 1\n",
      "t.toml:10:1: cluster \"b\".policy: unknown key; allowed here: name, lb, endpoints, hash_key, ring_min_size, "
-     "ring_max_size, maglev_table_size, hash_balance_factor"},
+     "ring_max_size, maglev_table_size, hash_balance_factor, health_check, outlier_detection"},
     {"unknown_endpoint", "[[cluster]]\nname = \"b\"\nlb = \"weighted\"\nendpoints = [ { address = \"127.0.0.1:9002\", weigth = 2 } ]\n",
      "t.toml:10:45: cluster \"b\".endpoints[0].weigth: unknown key (did you mean \"weight\"?); allowed here: address, weight"},
     {"unknown_route", "[[route]]\nname = \"r\"\ncluster = \"app\"\nmethod = \"GET\"\n",
@@ -703,6 +828,116 @@ const ErrorCase kErrorCases[] = {
      "t.toml:9:12: route \"r\".clusters: empty list; a route needs at least one cluster"},
     {"route_listeners_empty", "[[route]]\nname = \"r\"\nlisteners = []\ncluster = \"app\"\n",
      "t.toml:9:13: route \"r\".listeners: empty list; omit \"listeners\" to use every listener"},
+
+    // clusters: health_check (after kBase, [cluster.health_check] belongs to cluster "app")
+    {"health_check_unknown_key", "[cluster.health_check]\npth = \"/healthz\"\n",
+     "t.toml:8:1: cluster \"app\".health_check.pth: unknown key (did you mean \"path\"?); allowed here: path, host, "
+     "interval_ms, timeout_ms, healthy_threshold, unhealthy_threshold, expected_status"},
+    {"health_check_not_a_table", "health_check = \"/healthz\"\n",
+     "t.toml:7:16: cluster \"app\".health_check: expected a table, got a string"},
+    {"health_check_path_relative", "[cluster.health_check]\npath = \"healthz\"\n",
+     "t.toml:8:8: cluster \"app\".health_check.path: \"healthz\" must start with '/'"},
+    {"health_check_path_empty", "health_check = { path = \"\" }\n",
+     "t.toml:7:25: cluster \"app\".health_check.path: \"\" must start with '/'"},
+    {"health_check_path_url", "[cluster.health_check]\npath = \"http://app/healthz\"\n",
+     "t.toml:8:8: cluster \"app\".health_check.path: \"http://app/healthz\" is a URL: write only its path, starting "
+     "with '/'"},
+    {"health_check_path_space", "[cluster.health_check]\npath = \"/health z\"\n",
+     "t.toml:8:8: cluster \"app\".health_check.path: \"/health z\" contains a space: percent-encode it (e.g. %20)"},
+    {"health_check_path_non_ascii", "[cluster.health_check]\npath = \"/caf\xC3\xA9\"\n",
+     "t.toml:8:8: cluster \"app\".health_check.path: \"/caf\xC3\xA9\" contains byte 0xC3: percent-encode it (e.g. "
+     "%20)"},
+    {"health_check_path_fragment", "[cluster.health_check]\npath = \"/healthz#top\"\n",
+     "t.toml:8:8: cluster \"app\".health_check.path: \"/healthz#top\" contains '#': a request target has no "
+     "fragment"},
+    {"health_check_path_integer", "[cluster.health_check]\npath = 1\n",
+     "t.toml:8:8: cluster \"app\".health_check.path: expected a string, got an integer"},
+    {"health_check_host_empty", "[cluster.health_check]\nhost = \"\"\n",
+     "t.toml:8:8: cluster \"app\".health_check.host: empty; omit \"host\" to send the endpoint's address"},
+    {"health_check_host_space", "[cluster.health_check]\nhost = \"app internal\"\n",
+     "t.toml:8:8: cluster \"app\".health_check.host: \"app internal\" contains a space: the Host field is sent as "
+     "written, in visible ASCII without spaces"},
+    {"health_check_host_control", "[cluster.health_check]\nhost = \"app\\r\\nx: y\"\n",
+     "t.toml:8:8: cluster \"app\".health_check.host: \"app\\x0D\\x0Ax: y\" contains byte 0x0D: the Host field is "
+     "sent as written, in visible ASCII without spaces"},
+    {"health_check_interval_low", "[cluster.health_check]\ninterval_ms = 99\n",
+     "t.toml:8:15: cluster \"app\".health_check.interval_ms: 99 is out of range 100..3600000 (milliseconds between "
+     "checks, at most one hour)"},
+    {"health_check_interval_high", "[cluster.health_check]\ninterval_ms = 3600001\n",
+     "t.toml:8:15: cluster \"app\".health_check.interval_ms: 3600001 is out of range 100..3600000 (milliseconds "
+     "between checks, at most one hour)"},
+    {"health_check_timeout_low", "[cluster.health_check]\ntimeout_ms = 9\n",
+     "t.toml:8:14: cluster \"app\".health_check.timeout_ms: 9 is out of range 10..600000 (milliseconds to wait for "
+     "the status line, at most ten minutes)"},
+    {"health_check_timeout_high", "[cluster.health_check]\ninterval_ms = 3600000\ntimeout_ms = 600001\n",
+     "t.toml:9:14: cluster \"app\".health_check.timeout_ms: 600001 is out of range 10..600000 (milliseconds to wait "
+     "for the status line, at most ten minutes)"},
+    {"health_check_timeout_not_below_interval", "[cluster.health_check]\ninterval_ms = 2000\ntimeout_ms = 2000\n",
+     "t.toml:9:14: cluster \"app\".health_check.timeout_ms: timeout_ms (2000) must be less than interval_ms (2000)"},
+    {"health_check_timeout_above_default_interval", "[cluster.health_check]\ntimeout_ms = 6000\n",
+     "t.toml:8:14: cluster \"app\".health_check.timeout_ms: timeout_ms (6000) must be less than interval_ms (5000 by "
+     "default)"},
+    {"health_check_interval_below_default_timeout", "[cluster.health_check]\ninterval_ms = 1000\n",
+     "t.toml:8:15: cluster \"app\".health_check.interval_ms: timeout_ms (1000 by default) must be less than "
+     "interval_ms (1000)"},
+    {"health_check_healthy_threshold_zero", "[cluster.health_check]\nhealthy_threshold = 0\n",
+     "t.toml:8:21: cluster \"app\".health_check.healthy_threshold: 0 is out of range 1..100 (consecutive passes "
+     "that bring an endpoint back)"},
+    {"health_check_unhealthy_threshold_high", "[cluster.health_check]\nunhealthy_threshold = 101\n",
+     "t.toml:8:23: cluster \"app\".health_check.unhealthy_threshold: 101 is out of range 1..100 (consecutive "
+     "failures that take an endpoint out)"},
+    {"health_check_status_out_of_range", "[cluster.health_check]\nexpected_status = 600\n",
+     "t.toml:8:19: cluster \"app\".health_check.expected_status: 600 is out of range 100..599 (an HTTP status "
+     "code)"},
+    {"health_check_status_element_out_of_range", "[cluster.health_check]\nexpected_status = [200, 99]\n",
+     "t.toml:8:25: cluster \"app\".health_check.expected_status[1]: 99 is out of range 100..599 (an HTTP status "
+     "code)"},
+    {"health_check_status_empty", "[cluster.health_check]\nexpected_status = []\n",
+     "t.toml:8:19: cluster \"app\".health_check.expected_status: empty list; omit \"expected_status\" to accept "
+     "any 2xx or 3xx status"},
+    {"health_check_status_twice", "[cluster.health_check]\nexpected_status = [200, 204, 200]\n",
+     "t.toml:8:30: cluster \"app\".health_check.expected_status[2]: 200 is listed twice"},
+    {"health_check_status_string", "[cluster.health_check]\nexpected_status = \"200\"\n",
+     "t.toml:8:19: cluster \"app\".health_check.expected_status: expected an integer or an array of integers, got "
+     "a string"},
+    {"health_check_status_element_string", "[cluster.health_check]\nexpected_status = [200, \"204\"]\n",
+     "t.toml:8:25: cluster \"app\".health_check.expected_status[1]: expected an integer, got a string"},
+
+    // clusters: outlier_detection
+    {"outlier_unknown_key", "[cluster.outlier_detection]\nmax_ejection_percentage = 20\n",
+     "t.toml:8:1: cluster \"app\".outlier_detection.max_ejection_percentage: unknown key (did you mean "
+     "\"max_ejection_percent\"?); allowed here: consecutive_5xx, consecutive_connect_failures, base_ejection_ms, "
+     "max_ejection_ms, max_ejection_percent"},
+    {"outlier_not_a_table", "outlier_detection = true\n",
+     "t.toml:7:21: cluster \"app\".outlier_detection: expected a table, got a boolean"},
+    {"outlier_5xx_high", "[cluster.outlier_detection]\nconsecutive_5xx = 1001\n",
+     "t.toml:8:19: cluster \"app\".outlier_detection.consecutive_5xx: 1001 is out of range 0..1000 (consecutive "
+     "5xx responses that eject an endpoint; 0 turns this trigger off)"},
+    {"outlier_connect_failures_negative", "[cluster.outlier_detection]\nconsecutive_connect_failures = -1\n",
+     "t.toml:8:32: cluster \"app\".outlier_detection.consecutive_connect_failures: -1 is out of range 0..1000 "
+     "(consecutive failed connection attempts that eject an endpoint; 0 turns this trigger off)"},
+    {"outlier_both_triggers_off", "[cluster.outlier_detection]\nconsecutive_5xx = 0\nconsecutive_connect_failures = 0\n",
+     "t.toml:9:32: cluster \"app\".outlier_detection.consecutive_connect_failures: consecutive_5xx and "
+     "consecutive_connect_failures are both 0: both triggers are off, so nothing is ever ejected; remove "
+     "outlier_detection instead"},
+    {"outlier_base_ejection_low", "[cluster.outlier_detection]\nbase_ejection_ms = 99\n",
+     "t.toml:8:20: cluster \"app\".outlier_detection.base_ejection_ms: 99 is out of range 100..86400000 "
+     "(milliseconds, at most one day)"},
+    {"outlier_max_ejection_high", "[cluster.outlier_detection]\nmax_ejection_ms = 86400001\n",
+     "t.toml:8:19: cluster \"app\".outlier_detection.max_ejection_ms: 86400001 is out of range 100..86400000 "
+     "(milliseconds, at most one day)"},
+    {"outlier_max_below_base", "[cluster.outlier_detection]\nbase_ejection_ms = 60000\nmax_ejection_ms = 30000\n",
+     "t.toml:9:19: cluster \"app\".outlier_detection.max_ejection_ms: max_ejection_ms (30000) is less than "
+     "base_ejection_ms (60000)"},
+    {"outlier_default_max_below_base", "[cluster.outlier_detection]\nbase_ejection_ms = 400000\n",
+     "t.toml:8:20: cluster \"app\".outlier_detection.base_ejection_ms: max_ejection_ms (300000 by default) is less "
+     "than base_ejection_ms (400000)"},
+    {"outlier_percent_zero", "[cluster.outlier_detection]\nmax_ejection_percent = 0\n",
+     "t.toml:8:24: cluster \"app\".outlier_detection.max_ejection_percent: 0 is out of range 1..100 (percent of "
+     "the cluster's endpoints that may be ejected at once)"},
+    {"outlier_percent_high", "outlier_detection = { max_ejection_percent = 101 }\n",
+     "t.toml:7:46: cluster \"app\".outlier_detection.max_ejection_percent: 101 is out of range 1..100 (percent of "
+     "the cluster's endpoints that may be ejected at once)"},
 
     // [daemon]
     {"pool_max_zero", "[daemon]\npool_max = 0\n",

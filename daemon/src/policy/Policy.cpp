@@ -245,6 +245,16 @@ const Listener* Policy::find_listener(const std::string& name) const
     return nullptr;
 }
 
+bool HealthCheck::passes(int status) const
+{
+    if (expected_status.empty())
+        return status >= 200 && status <= 399;
+    for (uint16_t s : expected_status)
+        if (s == status)
+            return true;
+    return false;
+}
+
 const char* lb_name(LbPolicy lb)
 {
     switch (lb) {

@@ -123,6 +123,44 @@ struct Endpoint {
     uint32_t weight = 1;
 };
 
+// Active health checking (HAProxy's `option httpchk`, Envoy's HTTP health
+// check): every `interval` the daemon opens a TCP connection to each
+// endpoint, sends `GET path` (Host: `host`, or the endpoint's address) with
+// `Connection: close` and waits `timeout` for the status line. A status in
+// `expected_status` passes; anything else (another status, a refused or
+// timed-out connection, bytes that are not an HTTP/1.x status line) fails.
+// `unhealthy_threshold` consecutive failures take the endpoint out,
+// `healthy_threshold` consecutive passes bring it back. Endpoints start in.
+struct HealthCheck {
+    std::string path = "/";  // origin-form: starts with '/', no spaces or controls
+    std::string host;        // empty: the endpoint's address ("127.0.0.1:9001")
+    std::chrono::milliseconds interval{5000};
+    std::chrono::milliseconds timeout{1000};  // less than interval
+    uint32_t healthy_threshold = 2;
+    uint32_t unhealthy_threshold = 3;
+    // statuses that pass; empty: any 2xx or 3xx (HAProxy's default)
+    std::vector<uint16_t> expected_status;
+    SourceLocation where;
+
+    bool passes(int status) const;
+};
+
+// Passive outlier detection (Envoy's outlier_detection): an endpoint whose
+// last `consecutive_5xx` responses (either plane) were 5xx, or whose last
+// `consecutive_connect_failures` connection attempts failed, is ejected for
+// base_ejection * (times ejected so far, capped so the time stays within
+// max_ejection), then comes back by itself; 0 turns a trigger off. At most
+// max_ejection_percent of the cluster's endpoints are ejected at once (at
+// least one).
+struct OutlierDetection {
+    uint32_t consecutive_5xx = 5;
+    uint32_t consecutive_connect_failures = 5;
+    std::chrono::milliseconds base_ejection{30000};
+    std::chrono::milliseconds max_ejection{300000};  // >= base_ejection
+    uint32_t max_ejection_percent = 50;               // 1..100
+    SourceLocation where;
+};
+
 struct Cluster {
     std::string name;
     LbPolicy lb = LbPolicy::RoundRobin;
@@ -135,6 +173,8 @@ struct Cluster {
     uint32_t maglev_table_size = 65537;  // Maglev: a prime
     // bounded load (Envoy hash_balance_factor, percent >= 100); 0: off
     uint32_t hash_balance_factor = 0;
+    std::optional<HealthCheck> health_check;            // none: no active checks
+    std::optional<OutlierDetection> outlier_detection;  // none: no passive ejection
     SourceLocation where;
 };
 

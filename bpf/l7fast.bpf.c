@@ -521,7 +521,7 @@ __noinline int l7_g_decide(struct l7_scratch *s, __u32 n, struct l7_conn *c,
 	}
 	pool = l7_pick_pool(r, gen, s, &c->key);
 	if (pool < 0) {
-		d->reason = L7_R_POOL_MISS;
+		d->reason = pool == L7_PICK_DOWN ? L7_R_ENDPOINT_DOWN : L7_R_POOL_MISS;
 		return 0;
 	}
 	d->slot = l7_g_claim(s, c, (__u32)pool);
@@ -838,6 +838,30 @@ static __always_inline struct l7_conn *l7_slot_client(const struct l7_slot *slot
 	return l7_conn_of(&r, sy);
 }
 
+/*
+ * Passive outlier detection: the pool's run of 5xx responses (the daemon
+ * adds the slow path's to the same word); the response that brings it to
+ * the daemon's threshold raises one L7_EV_OUTLIER.
+ */
+static __always_inline void l7_pool_outlier(__u32 pool, __u32 status)
+{
+	struct l7_pool *p = bpf_map_lookup_elem(&l7_pools, &pool);
+	__u32 limit;
+
+	if (!p)
+		return;
+	limit = READ_ONCE(p->eject_5xx);
+	if (!limit)
+		return;
+	if (status < 500 || status > 599) {
+		if (READ_ONCE(p->streak_5xx))
+			WRITE_ONCE(p->streak_5xx, 0);
+		return;
+	}
+	if (__sync_add_and_fetch(&p->streak_5xx, 1) == limit)
+		l7_event(L7_EV_OUTLIER, pool, 0, 0);
+}
+
 static __always_inline void l7_resp_complete(struct l7_slot *slot, __u64 *st, __u32 id,
 					     struct l7_conn_sync *sy, __u32 extra)
 {
@@ -864,6 +888,7 @@ static __always_inline void l7_resp_complete(struct l7_slot *slot, __u64 *st, __
 		ps->bytes_out += slot->resp.bytes;
 		ps->latency[bucket]++;
 	}
+	l7_pool_outlier(pool, slot->resp.status);
 	l7_count(L7_C_RESP_KERNEL);
 	l7_access_event(slot, latency);
 	if (slot->resp.close_after) {

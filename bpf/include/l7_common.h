@@ -49,6 +49,15 @@ static inline long l7_native_loop(__u32 n, l7_loop_fn cb, void *ctx)
 #define L7_STEP static inline
 #endif
 
+/* A word another party (the daemon through its mapping, another CPU)
+ * changes concurrently: read or written once, as it is. */
+#ifndef READ_ONCE
+#define READ_ONCE(x) (*(const volatile __typeof__(x) *)&(x))
+#endif
+#ifndef WRITE_ONCE
+#define WRITE_ONCE(x, v) (*(volatile __typeof__(x) *)&(x) = (v))
+#endif
+
 /*
  * Size of the byte window the parsers read: the BPF scratch in the kernel,
  * the largest header block the slow path accepts natively. A build can pick

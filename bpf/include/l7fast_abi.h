@@ -427,7 +427,19 @@ struct l7_pool {
 	__u32 miss;                      /* kernel sets it (0 -> 1, with L7_EV_POOL_MISS) when a claim
 					  * found no idle slot; the daemon clears it once it grew the pool */
 	__u32 slots;                     /* daemon: connections open or opening (telemetry) */
-	__u32 pad;
+	__u32 down;                      /* daemon: nonzero (enum l7_pool_down bits) while the
+					  * endpoint takes no new request: req picks another
+					  * endpoint or hands the request to the slow path */
+	__u32 streak_5xx;                /* consecutive 5xx responses from this address, on either
+					  * plane (resp and the daemon add; another status resets) */
+	__u32 eject_5xx;                 /* daemon: the streak that raises L7_EV_OUTLIER; 0: off */
+};
+
+/* Why an endpoint is out (l7_pool.down); the kernel only tests for nonzero. */
+enum l7_pool_down {
+	L7_DOWN_DRAINED = 1,   /* l7fastctl drain */
+	L7_DOWN_UNHEALTHY = 2, /* failing its cluster's active health check */
+	L7_DOWN_EJECTED = 4,   /* ejected by outlier detection, for a while */
 };
 
 /* ---- per client connection ------------------------------------------------ */
@@ -585,6 +597,8 @@ enum l7_reason {
 	L7_R_MUTATION,         /* route mutates the head and the kernel cannot here */
 	L7_R_NO_SCRATCH,       /* the per-CPU scratch was in use (a nested run) */
 	L7_R_COPY_FAILED,      /* the head could not be copied out of the message */
+	L7_R_ENDPOINT_DOWN,    /* the endpoint chosen is out (drained, unhealthy, ejected)
+				* and the kernel found no other: the slow path chooses */
 	L7_R_COUNT,
 };
 
@@ -612,7 +626,8 @@ enum l7_counter {
 #define L7_REASON_NAMES "none", "no_conn", "user_mode", "incomplete", "too_big", "parse", \
 	"unsupported", "no_route", "route_user", "pool_miss", "pipelined", "redirect", \
 	"user_pending", "disabled", "path_not_normal", "rbac_deny", "jwt_none", "jwt_miss", \
-	"jwt_expired", "jwt_other", "mutation", "no_scratch", "copy_failed"
+	"jwt_expired", "jwt_other", "mutation", "no_scratch", "copy_failed", \
+	"endpoint_down"
 
 /* ---- events to the daemon (l7_events ring buffer) ------------------------ */
 
@@ -631,6 +646,8 @@ enum l7_event_type {
 	L7_EV_POOL_MISS = 6,    /* a kernel request found no idle connection: slot = pool id */
 	L7_EV_SLOT_ENDED = 7,   /* an end of a pooled connection in use (KBUSY, RELAY) left
 				 * ESTABLISHED (slot); idle ones are retired (L7_EV_SLOT_DEAD) */
+	L7_EV_OUTLIER = 8,      /* a pool's run of 5xx responses reached its eject_5xx
+				 * (slot = pool id) */
 };
 
 /* trace points (L7_EV_TRACE: slot = code, arg[0..1] as listed) */

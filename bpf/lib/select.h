@@ -15,14 +15,76 @@ static __always_inline struct l7_endpoint *l7_endpoint_at(__u32 gen, __u32 idx)
 	return bpf_map_lookup_elem(&l7_endpoints, &k);
 }
 
-/* Picks the endpoint for a route (s: the parsed request, key: its
- * connection); returns its pool id or -1. */
+/* l7_pick_pool's answer when the endpoints it drew are out */
+#define L7_PICK_DOWN (-2)
+/* Draws per request in a round-robin or weighted cluster whose endpoints
+ * are partly out: each draw is independent, so an endpoint that is in is
+ * as likely as before among those in (rejection sampling); after the last
+ * the slow path chooses. */
+#define L7_PICK_TRIES 4
+
+/* Whether the endpoint of pool `pool` takes new requests: the daemon sets
+ * l7_pool.down while it is drained, failing its health check or ejected. */
+static __always_inline int l7_pool_up(__u32 pool)
+{
+	__u32 k = pool;
+	struct l7_pool *p = bpf_map_lookup_elem(&l7_pools, &k);
+
+	return p && !READ_ONCE(p->down);
+}
+
+/* One draw of a round-robin or weighted cluster: an endpoint index. */
+static __always_inline __u32 l7_draw_endpoint(const struct l7_cluster *c, __u32 gen, __u32 ck)
+{
+	struct l7_endpoint *ep;
+	__u32 i;
+
+	if (c->lb == L7_LB_WEIGHTED && c->total_weight) {
+		__u32 x = bpf_get_prandom_u32() % c->total_weight;
+		__u32 lo = 0, hi = c->n_endpoints - 1;
+
+		for (i = 0; i < L7_MAX_BSEARCH; i++) {
+			__u32 mid;
+
+			if (lo >= hi)
+				break;
+			mid = (lo + hi) / 2;
+			ep = l7_endpoint_at(gen, c->first_endpoint + mid);
+			if (!ep)
+				return L7_LB_NONE;
+			if (x < ep->cum_weight)
+				hi = mid;
+			else
+				lo = mid + 1;
+		}
+		return lo;
+	}
+	if (c->n_endpoints > 1) {
+		__u64 *rr = bpf_map_lookup_elem(&l7_rr, &ck);
+
+		if (rr)
+			return (__u32)(__sync_fetch_and_add(rr, 1) % c->n_endpoints);
+	}
+	return 0;
+}
+
+/*
+ * Picks the endpoint for a route (s: the parsed request, key: its
+ * connection); returns its pool id, L7_PICK_DOWN when the endpoint chosen
+ * is out and the kernel cannot choose another exactly as the slow path
+ * would, or -1.
+ *
+ * Endpoints that are out: a ring-hash or Maglev key whose endpoint is out
+ * goes to the slow path, which owns the table built over the endpoints that
+ * are in (Pipeline.cpp choose_endpoint: a key keeps its endpoint while it
+ * is in); round robin and weighted draw again, L7_PICK_TRIES times at most.
+ */
 static __always_inline long l7_pick_pool(const struct l7_route *r, __u32 gen,
 					 struct l7_scratch *s, const struct l7_conn_key *key)
 {
 	struct l7_cluster *c;
 	struct l7_endpoint *ep;
-	__u32 ci = r->cluster[0], ck, e = 0, i;
+	__u32 ci = r->cluster[0], ck, e, i;
 
 	if (r->n_targets > 1 && r->total_weight) {
 		__u32 x = bpf_get_prandom_u32() % r->total_weight;
@@ -45,36 +107,22 @@ static __always_inline long l7_pick_pool(const struct l7_route *r, __u32 gen,
 
 		if (pe < 0)
 			return -1;
-		e = (__u32)pe;
-	} else if (c->lb == L7_LB_WEIGHTED && c->total_weight) {
-		__u32 x = bpf_get_prandom_u32() % c->total_weight;
-		__u32 lo = 0, hi = c->n_endpoints - 1;
-
-		for (i = 0; i < L7_MAX_BSEARCH; i++) {
-			__u32 mid;
-
-			if (lo >= hi)
-				break;
-			mid = (lo + hi) / 2;
-			ep = l7_endpoint_at(gen, c->first_endpoint + mid);
-			if (!ep)
-				return -1;
-			if (x < ep->cum_weight)
-				hi = mid;
-			else
-				lo = mid + 1;
-		}
-		e = lo;
-	} else if (c->n_endpoints > 1) {
-		__u64 *rr = bpf_map_lookup_elem(&l7_rr, &ck);
-
-		if (rr)
-			e = (__u32)(__sync_fetch_and_add(rr, 1) % c->n_endpoints);
+		ep = l7_endpoint_at(gen, c->first_endpoint + (__u32)pe);
+		if (!ep)
+			return -1;
+		return l7_pool_up(ep->pool_id) ? (long)ep->pool_id : L7_PICK_DOWN;
 	}
-	ep = l7_endpoint_at(gen, c->first_endpoint + e);
-	if (!ep)
-		return -1;
-	return ep->pool_id;
+	for (i = 0; i < L7_PICK_TRIES; i++) {
+		e = l7_draw_endpoint(c, gen, ck);
+		if (e == L7_LB_NONE)
+			return -1;
+		ep = l7_endpoint_at(gen, c->first_endpoint + e);
+		if (!ep)
+			return -1;
+		if (l7_pool_up(ep->pool_id))
+			return ep->pool_id;
+	}
+	return L7_PICK_DOWN;
 }
 
 /* Index (0..63) of the lowest set bit of x != 0. */

@@ -13,7 +13,7 @@ _l7fastctl()
         cword=$COMP_CWORD
     fi
 
-    local commands='status reload stats routes dump check explain log-level'
+    local commands='status reload stats routes dump check explain log-level drain undrain'
     local cmd='' file='' i
     for ((i = 1; i < cword; i++)); do
         case ${words[i]} in

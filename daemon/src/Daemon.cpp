@@ -826,18 +826,54 @@ control::StatsSnapshot Daemon::stats()
             es.status[j] = k.status[j];
         es.bytes_out = k.bytes_out;
         es.latency.assign(std::begin(k.latency), std::end(k.latency));
-        add_connections(pool, &es);
+        add_endpoint_state(pool, &es);
     }
     return out;
 }
 
-void Daemon::add_connections(uint32_t pool_id, control::EndpointStats* es) const
+void Daemon::add_endpoint_state(uint32_t pool_id, control::EndpointStats* es) const
 {
     const proxy::PoolFigures f = server_->pool().figures(pool_id);
     es->kernel_idle = f.idle;
     es->kernel_busy = f.slots - f.idle;
     es->user_idle = f.private_idle;
     es->user_busy = f.private_open > f.private_idle ? f.private_open - f.private_idle : 0;
+    for (const proxy::EndpointHealth& h : server_->health().endpoints()) {
+        if (h.pool != pool_id)
+            continue;
+        es->state = h.state();
+        es->checked = h.checked;
+        es->checks_passed = h.checks_passed;
+        es->checks_failed = h.checks_failed;
+        es->last_check = h.last_check;
+        es->ejections_5xx = h.ejections_5xx;
+        es->ejections_connect = h.ejections_connect;
+        es->ejected_for_ms = static_cast<uint64_t>(h.ejected_for.count());
+    }
+}
+
+control::DrainOutcome Daemon::set_drained(const std::string& endpoint, bool drained)
+{
+    control::DrainOutcome out;
+    std::string why;
+    const std::optional<policy::SocketAddress> addr = policy::SocketAddress::parse(endpoint, &why);
+    if (!addr) {
+        out.error = "\"" + endpoint + "\" is not an endpoint address (" + why +
+                    "): give IP:PORT or [IPv6]:PORT as `l7fastctl dump` lists it";
+        return out;
+    }
+    const std::optional<bool> changed = server_->health().set_drained(*addr, drained);
+    if (!changed) {
+        out.error = "no cluster of the running policy lists the endpoint " + addr->str() +
+                    " (`l7fastctl dump` lists the endpoints)";
+        return out;
+    }
+    out.ok = true;
+    out.changed = *changed;
+    for (const proxy::EndpointHealth& h : server_->health().endpoints())
+        if (h.address == *addr)
+            out.state = h.state();
+    return out;
 }
 
 // Only the pools' figures: not the whole stats() snapshot, which reads
@@ -852,7 +888,7 @@ std::string Daemon::dump_config()
     for (size_t c = 0; c < pol.clusters.size() && c < rt_->endpoint_pool.size(); c++) {
         const auto& endpoints = pol.clusters[c].endpoints;
         for (size_t e = 0; e < endpoints.size() && e < rt_->endpoint_pool[c].size(); e++)
-            add_connections(rt_->endpoint_pool[c][e], &facts.endpoints[endpoints[e].address.str()]);
+            add_endpoint_state(rt_->endpoint_pool[c][e], &facts.endpoints[endpoints[e].address.str()]);
     }
     return control::config_json(pol, facts);
 }
@@ -873,6 +909,16 @@ control::ExplainOutcome Daemon::explain(const std::string& request_json)
     control::ExplainContext context;
     context.policy_source = "running";
     context.generation = generation_;
+    if (server_) {
+        std::map<policy::SocketAddress, std::string> out_now;
+        for (const auto& h : server_->health().endpoints())
+            if (!h.in())
+                out_now[h.address] = h.state();
+        context.endpoint_out = [out_now](const policy::SocketAddress& a) {
+            auto it = out_now.find(a);
+            return it == out_now.end() ? std::string() : it->second;
+        };
+    }
     if (auto json = control::explain(*rt_, *req, where, context, &out.error)) {
         out.ok = true;
         out.json = std::move(*json);

@@ -61,6 +61,7 @@ public:
     control::StatsSnapshot stats() override;
     control::CheckOutcome check_policy(const std::string& path) override;
     control::LogLevelOutcome set_log_level(const std::string& level) override;
+    control::DrainOutcome set_drained(const std::string& endpoint, bool drained) override;
     std::string dump_config() override;
     control::ExplainOutcome explain(const std::string& request_json) override;
 
@@ -76,7 +77,8 @@ private:
     // The level in force and where it comes from (LogLevelOutcome::source).
     control::LogLevelOutcome log_level_in_force() const;
     // an endpoint's open connections now, from its pool's figures
-    void add_connections(uint32_t pool_id, control::EndpointStats* es) const;
+    // The endpoint's connections and health now.
+    void add_endpoint_state(uint32_t pool_id, control::EndpointStats* es) const;
     void watch_events();
     void arm_events();
     void schedule_tick();

@@ -192,6 +192,27 @@ int cmd_log_level(ManagerClient& c, const std::optional<std::string>& level, boo
     return kExitOk;
 }
 
+int cmd_drain(ManagerClient& c, const std::string& endpoint, bool drain, bool json)
+{
+    const char* method = drain ? "Drain" : "Undrain";
+    Reply reply;
+    if (auto f = call(c, method, endpoint.c_str(), kCallTimeoutUsec, &reply))
+        return fail(*f);
+    DrainOutcome out;
+    if (int r = codec::read_drain(reply.get(), &out); r < 0)
+        return bad_reply(method, r);
+    if (json) {
+        JsonWriter w;
+        w.begin_object().key("endpoint").value(endpoint).key("changed").value(out.changed);
+        w.key("state").value(out.state).end_object();
+        std::cout << w.str() << "\n";
+    } else {
+        std::cout << endpoint << ": " << (drain ? "drained" : "undrained")
+                  << (out.changed ? "" : " already") << "; state " << out.state << "\n";
+    }
+    return kExitOk;
+}
+
 // Validates offline, as the calling user; asks the daemon for placement
 // only when the policy is valid, and carries on without it.
 int cmd_check(const CtlOptions& o)
@@ -340,6 +361,8 @@ int main(int argc, char** argv)
     case CtlCommand::Stats: return cmd_stats(client, opts->json);
     case CtlCommand::Routes: return cmd_routes(client, opts->json);
     case CtlCommand::LogLevel: return cmd_log_level(client, opts->level, opts->json);
+    case CtlCommand::Drain: return cmd_drain(client, opts->endpoint, true, opts->json);
+    case CtlCommand::Undrain: return cmd_drain(client, opts->endpoint, false, opts->json);
     case CtlCommand::Dump: return cmd_dump(client, opts->json);
     default: return kExitUsage;
     }

@@ -28,7 +28,9 @@ ROUTE_KEYS = {"name", "listeners", "match", "clusters", "placement", "reason", "
 STATS_KEYS = {"generation", "requests_kernel", "requests_user", "no_route", "routes", "endpoints", "counters",
               "refused"}
 ENDPOINT_STATS_KEYS = {"address", "clusters", "requests_kernel", "requests_user", "responses", "bytes_out",
-                       "latency_buckets", "kernel_idle", "kernel_busy", "user_idle", "user_busy"}
+                       "latency_buckets", "kernel_idle", "kernel_busy", "user_idle", "user_busy", "state",
+                       "checked", "checks_passed", "checks_failed", "last_check", "ejections_5xx",
+                       "ejections_connect_failure", "ejected_for_ms"}
 ROUTE_STATS_KEYS = {"name", "placement", "requests_kernel", "requests_user", "responses", "bytes_in",
                     "bytes_out", "latency_buckets", "rejected", "rbac_denied_by_rule", "direct_responses",
                     "user_latency_buckets", "user_latency_sum_ns", "user_codes"}
@@ -510,8 +512,8 @@ printf '%s\\n' "${{COMPREPLY[@]}}"
 
 
 def test_bash_completion(workdir):
-    assert complete(["l7fastctl", ""]) == ["check", "dump", "explain", "log-level", "reload", "routes", "stats",
-                                         "status"]
+    assert complete(["l7fastctl", ""]) == ["check", "drain", "dump", "explain", "log-level", "reload", "routes",
+                                         "stats", "status", "undrain"]
     assert complete(["l7fastctl", "explain", "P"]) == ["PATCH", "POST", "PUT"]
     assert "--source" in complete(["l7fastctl", "explain", "--"])
     assert complete(["l7fastctl", "log-level", ""]) == ["debug", "error", "info", "notice", "reset", "warning"]

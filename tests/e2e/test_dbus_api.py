@@ -96,6 +96,8 @@ def test_introspection_shows_methods_properties_and_signal(bus, daemon):
     assert rows[".ListRoutes"] == ["method", "-", "aa{sv}"]
     assert rows[".CheckPolicy"] == ["method", "s", "bsaa{sv}"]
     assert rows[".SetLogLevel"] == ["method", "s", "ss"]
+    assert rows[".Drain"] == ["method", "s", "bs"]
+    assert rows[".Undrain"] == ["method", "s", "bs"]
     assert rows[".DumpConfig"] == ["method", "-", "s"]
     assert rows[".Explain"] == ["method", "s", "s"]
     assert rows[".Reloaded"][:2] == ["signal", "bts"]

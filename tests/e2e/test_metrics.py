@@ -517,6 +517,7 @@ address = "127.0.0.1:{port}"
 [[cluster]]
 name = "b"
 endpoints = [ {{ address = "{backend.address()}" }} ]
+health_check = {{ path = "/health" }}
 [[route]]
 name = "guarded"
 cluster = "b"
@@ -534,7 +535,8 @@ def test_the_dashboard_and_the_alert_rules_query_only_what_l7fastd_serves(env, w
     series and label names. Some families have samples only after an event:
     this daemon gets requests on both planes and a reload; a second one,
     degraded (L7FAST_TEST_FAULT=memlock, no D-Bus, a cgroup of its own),
-    gets an RBAC denial and a refused request."""
+    gets an RBAC denial and a refused request, and health-checks its
+    endpoint."""
     mc = monitoring_check()
     send(env, web, "/kern/monitoring", 3)
     send(env, web, "/user/monitoring", 2)

@@ -25,8 +25,9 @@ expect() { # "words..." cword want...
 	if [ "$got" = "$*" ]; then echo "PASS '$line' -> $got"; else echo "FAIL '$line' -> '$got', want '$*'"; fails=$((fails + 1)); fi
 }
 cd "$(mktemp -d)" && touch a.toml b.txt
-expect "l7fastctl " 1 status reload stats routes dump check explain log-level
-expect "l7fastctl d" 1 dump
+expect "l7fastctl " 1 status reload stats routes dump check explain log-level drain undrain
+expect "l7fastctl d" 1 dump drain
+expect "l7fastctl u" 1 undrain
 expect "l7fastctl l" 1 log-level
 expect "l7fastctl log-level " 2 error warning notice info debug reset
 expect "l7fastctl log-level d" 2 debug

@@ -93,6 +93,11 @@ check Reload-l7fast-group ok as_admin "${call[@]}" $NAME.Reload
 check SetLogLevel-root ok as_root "${call[@]}" $NAME.SetLogLevel string:info
 check SetLogLevel-user denied as_nobody "${call[@]}" $NAME.SetLogLevel string:debug
 check SetLogLevel-l7fast-group ok as_admin "${call[@]}" $NAME.SetLogLevel string:info
+for m in Drain Undrain; do
+	check "$m-root" ok as_root "${call[@]}" $NAME.$m string:10.0.0.5:8080
+	check "$m-user" denied as_nobody "${call[@]}" $NAME.$m string:10.0.0.5:8080
+	check "$m-l7fast-group" ok as_admin "${call[@]}" $NAME.$m string:10.0.0.5:8080
+done
 check Introspect-user ok as_nobody "${call[@]}" org.freedesktop.DBus.Introspectable.Introspect
 check Ping-user ok as_nobody "${call[@]}" org.freedesktop.DBus.Peer.Ping
 check Get-user ok as_nobody "${call[@]}" org.freedesktop.DBus.Properties.Get string:$NAME string:Version

@@ -172,6 +172,71 @@ TEST(ConfigDump, EveryRouteClusterAndProviderStructuredWithoutSecrets)
     EXPECT_EQ(at(d, at(d, demo, "from"), "name").text, "authorization");
 }
 
+// A cluster's health check and outlier detection, between the load balancer's
+// keys and the endpoints; defaults written out, "200-399" when no status is
+// listed, nothing for a cluster without them.
+TEST(ConfigDump, HealthCheckAndOutlierDetection)
+{
+    auto r = policy::PolicyLoader::load_string(R"([[listener]]
+name = "web"
+address = "127.0.0.1:8080"
+[[cluster]]
+name = "app"
+endpoints = [ { address = "127.0.0.1:9001" } ]
+health_check = { path = "/healthz", host = "app.internal", interval_ms = 2000, timeout_ms = 500, healthy_threshold = 1, unhealthy_threshold = 4, expected_status = [200, 204] }
+outlier_detection = { consecutive_5xx = 3, consecutive_connect_failures = 0, base_ejection_ms = 1000, max_ejection_ms = 8000, max_ejection_percent = 34 }
+[[cluster]]
+name = "sticky"
+lb = "maglev"
+hash_key = { source_ip = true }
+hash_balance_factor = 150
+endpoints = [ { address = "127.0.0.1:9002" } ]
+health_check = {}
+outlier_detection = {}
+[[cluster]]
+name = "plain"
+endpoints = [ { address = "127.0.0.1:9003" } ]
+)",
+                                               "t.toml");
+    ASSERT_TRUE(r.ok()) << r.error_text();
+    const std::string json = control::config_json(r.policy(), control::DumpFacts{});
+    const size_t from = json.find("\"clusters\":");
+    const size_t to = json.find(",\"jwt_providers\":");
+    ASSERT_NE(from, std::string::npos) << json;
+    ASSERT_NE(to, std::string::npos) << json;
+    EXPECT_EQ(json.substr(from, to - from),
+              "\"clusters\":["
+              "{\"name\":\"app\",\"lb\":\"round_robin\","
+              "\"health_check\":{\"path\":\"/healthz\",\"host\":\"app.internal\",\"interval_ms\":2000,"
+              "\"timeout_ms\":500,\"healthy_threshold\":1,\"unhealthy_threshold\":4,\"expected_status\":[200,204]},"
+              "\"outlier_detection\":{\"consecutive_5xx\":3,\"consecutive_connect_failures\":0,"
+              "\"base_ejection_ms\":1000,\"max_ejection_ms\":8000,\"max_ejection_percent\":34},"
+              "\"endpoints\":[{\"address\":\"127.0.0.1:9001\",\"weight\":1}],\"where\":\"t.toml:4:1\"},"
+              "{\"name\":\"sticky\",\"lb\":\"maglev\",\"hash_key\":{\"from\":\"source_ip\"},"
+              "\"maglev_table_size\":65537,\"hash_balance_factor\":150,"
+              "\"health_check\":{\"path\":\"/\",\"interval_ms\":5000,\"timeout_ms\":1000,\"healthy_threshold\":2,"
+              "\"unhealthy_threshold\":3,\"expected_status\":\"200-399\"},"
+              "\"outlier_detection\":{\"consecutive_5xx\":5,\"consecutive_connect_failures\":5,"
+              "\"base_ejection_ms\":30000,\"max_ejection_ms\":300000,\"max_ejection_percent\":50},"
+              "\"endpoints\":[{\"address\":\"127.0.0.1:9002\",\"weight\":1}],\"where\":\"t.toml:9:1\"},"
+              "{\"name\":\"plain\",\"lb\":\"round_robin\","
+              "\"endpoints\":[{\"address\":\"127.0.0.1:9003\",\"weight\":1}],\"where\":\"t.toml:17:1\"}"
+              "]");
+
+    // and the document stays valid JSON with the new members in it
+    Document d;
+    ASSERT_TRUE(d.parse(json, {1 << 20, 64, 1 << 16})) << d.error() << " at " << d.error_offset();
+    const Node& app = item(d, at(d, d.root(), "clusters"), 0);
+    EXPECT_EQ(item(d, at(d, at(d, app, "health_check"), "expected_status"), 1).text, "204");
+    EXPECT_EQ(at(d, at(d, app, "outlier_detection"), "max_ejection_percent").text, "34");
+    const Node& sticky = item(d, at(d, d.root(), "clusters"), 1);
+    EXPECT_EQ(at(d, at(d, sticky, "health_check"), "expected_status").text, "200-399");
+    EXPECT_FALSE(d.find(at(d, sticky, "health_check"), "host")) << "no host: the endpoint's address is sent";
+    const Node& plain = item(d, at(d, d.root(), "clusters"), 2);
+    EXPECT_FALSE(d.find(plain, "health_check"));
+    EXPECT_FALSE(d.find(plain, "outlier_detection"));
+}
+
 TEST(ConfigDump, TextFormOfAnyJson)
 {
     std::string out, error;

@@ -46,6 +46,15 @@ TEST(CtlCommandLine, Commands)
     ASSERT_TRUE(c);
     EXPECT_EQ(*c->level, "debug");
     EXPECT_TRUE(c->json);
+    c = parse({"drain", "10.0.0.5:8080"});
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->command, CtlCommand::Drain);
+    EXPECT_EQ(c->endpoint, "10.0.0.5:8080");
+    c = parse({"undrain", "[::1]:8080", "--json"});
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->command, CtlCommand::Undrain);
+    EXPECT_EQ(c->endpoint, "[::1]:8080");
+    EXPECT_TRUE(c->json);
 }
 
 TEST(CtlCommandLine, OptionsGoAnywhere)
@@ -117,6 +126,14 @@ TEST(CtlCommandLine, UsageErrorsSayWhat)
     EXPECT_EQ(e, "-H, --source, --token, --listener and --policy apply to explain only");
     EXPECT_FALSE(parse({"explan", "GET", "/"}, &e));
     EXPECT_EQ(e, "unknown command \"explan\" (did you mean \"explain\"?)");
+    EXPECT_FALSE(parse({"drain"}, &e));
+    EXPECT_EQ(e, "drain needs an endpoint address (drain 10.0.0.5:8080)");
+    EXPECT_FALSE(parse({"undrain", ""}, &e));
+    EXPECT_EQ(e, "undrain needs an endpoint address, got an empty one");
+    EXPECT_FALSE(parse({"drain", "a:1", "b:2"}, &e));
+    EXPECT_EQ(e, "drain takes one argument, got \"b:2\"");
+    EXPECT_FALSE(parse({"drian", "a:1"}, &e));
+    EXPECT_EQ(e, "unknown command \"drian\" (did you mean \"drain\"?)");
     EXPECT_FALSE(parse({"check", "p.toml", "--policy-dir"}, &e));
     EXPECT_FALSE(parse({"check", ""}, &e));
 }
@@ -124,7 +141,7 @@ TEST(CtlCommandLine, UsageErrorsSayWhat)
 TEST(CtlCommandLine, UsageMentionsEveryCommandAndExitStatus)
 {
     const std::string u = usage_text();
-    for (const char* w : {"status", "reload", "stats", "routes", "dump", "check FILE", "explain METHOD URL", "log-level [LEVEL]", "--json",
+    for (const char* w : {"status", "reload", "stats", "routes", "dump", "check FILE", "explain METHOD URL", "log-level [LEVEL]", "drain ENDPOINT", "undrain ENDPOINT", "--json",
                           "--help", "--version", "3 l7fastd not reachable", "4 permission denied"})
         EXPECT_NE(u.find(w), std::string::npos) << w;
 }
@@ -163,6 +180,12 @@ TEST(CtlBusErrors, AccessDeniedIsExit4AndReloadSaysWhatToDo)
     EXPECT_EQ(f.message, "permission denied: changing the log level needs root or membership of the group "
                          "\"l7fast\": run `sudo l7fastctl log-level LEVEL`, or have an administrator add you "
                          "with `adduser $USER l7fast` (then log in again)");
+    f = classify_call_error("Drain", "org.freedesktop.DBus.Error.AccessDenied", "Rejected send message", -EACCES);
+    EXPECT_EQ(f.exit_status, kExitDenied);
+    EXPECT_NE(f.message.find("draining an endpoint needs root"), std::string::npos) << f.message;
+    EXPECT_NE(f.message.find("sudo l7fastctl drain ENDPOINT"), std::string::npos) << f.message;
+    f = classify_call_error("Undrain", "org.freedesktop.DBus.Error.AccessDenied", "Rejected send message", -EACCES);
+    EXPECT_NE(f.message.find("sudo l7fastctl undrain ENDPOINT"), std::string::npos) << f.message;
 }
 
 TEST(CtlBusErrors, OtherErrorsAreExit1WithTheDaemonsSentence)

@@ -263,6 +263,14 @@ TEST_F(BusMessage, StatsEndpointsRoundTripAndJson)
     e.kernel_busy = 1;
     e.user_idle = 2;
     e.user_busy = 3;
+    e.state = "drained+ejected";
+    e.checked = true;
+    e.checks_passed = 9;
+    e.checks_failed = 2;
+    e.last_check = "status 503";
+    e.ejections_5xx = 1;
+    e.ejections_connect = 4;
+    e.ejected_for_ms = 1500;
     in.endpoints.push_back(e);
     ASSERT_GE(codec::append_stats(m_, in), 0);
     seal();
@@ -282,12 +290,22 @@ TEST_F(BusMessage, StatsEndpointsRoundTripAndJson)
     EXPECT_EQ(o.kernel_busy, 1u);
     EXPECT_EQ(o.user_idle, 2u);
     EXPECT_EQ(o.user_busy, 3u);
+    EXPECT_EQ(o.state, "drained+ejected");
+    EXPECT_TRUE(o.checked);
+    EXPECT_EQ(o.checks_passed, 9u);
+    EXPECT_EQ(o.checks_failed, 2u);
+    EXPECT_EQ(o.last_check, "status 503");
+    EXPECT_EQ(o.ejections_5xx, 1u);
+    EXPECT_EQ(o.ejections_connect, 4u);
+    EXPECT_EQ(o.ejected_for_ms, 1500u);
     sd_bus_message_rewind(m_, 1);
     EXPECT_EQ(json(),
               R"({"generation":1,"requests_kernel":0,"requests_user":0,"no_route":0,"routes":[],"endpoints":[)"
               R"({"address":"127.0.0.1:9001","clusters":"app,canary","requests_kernel":7,"requests_user":2,)"
               R"("responses":{"1xx":0,"2xx":8,"3xx":0,"4xx":0,"5xx":1,"other":0},"bytes_out":900,)"
-              R"("latency_buckets":[1,0,8],"kernel_idle":4,"kernel_busy":1,"user_idle":2,"user_busy":3}],)"
+              R"("latency_buckets":[1,0,8],"kernel_idle":4,"kernel_busy":1,"user_idle":2,"user_busy":3,)"
+              R"("state":"drained+ejected","checked":true,"checks_passed":9,"checks_failed":2,)"
+              R"("last_check":"status 503","ejections_5xx":1,"ejections_connect_failure":4,"ejected_for_ms":1500}],)"
               R"("counters":{},"refused":{}})");
 }
 

@@ -365,7 +365,17 @@ TEST(Metrics, EndpointFamilies)
     ep.kernel_busy = 2;
     ep.user_idle = 1;
     ep.user_busy = 0;
+    ep.state = "drained+unhealthy";
+    ep.checked = true;
+    ep.checks_passed = 7;
+    ep.checks_failed = 3;
+    ep.ejections_5xx = 2;
     s.endpoints.push_back(ep);
+    control::EndpointStats plain;
+    plain.address = "10.0.0.1:80";
+    plain.clusters = "app";
+    plain.latency.assign(L7_LAT_BUCKETS, 0);
+    s.endpoints.push_back(plain);
     std::string text = control::render_prometheus(s, "x");
     for (const char* line : {
              "l7fast_endpoint_info{endpoint=\"[::1]:9001\",cluster=\"app\"} 1\n",
@@ -382,7 +392,18 @@ TEST(Metrics, EndpointFamilies)
              "l7fast_endpoint_connections{endpoint=\"[::1]:9001\",pool=\"kernel\",state=\"idle\"} 5\n"
              "l7fast_endpoint_connections{endpoint=\"[::1]:9001\",pool=\"kernel\",state=\"busy\"} 2\n"
              "l7fast_endpoint_connections{endpoint=\"[::1]:9001\",pool=\"user\",state=\"idle\"} 1\n"
-             "l7fast_endpoint_connections{endpoint=\"[::1]:9001\",pool=\"user\",state=\"busy\"} 0\n"})
+             "l7fast_endpoint_connections{endpoint=\"[::1]:9001\",pool=\"user\",state=\"busy\"} 0\n",
+             "l7fast_endpoint_up{endpoint=\"[::1]:9001\"} 0\nl7fast_endpoint_up{endpoint=\"10.0.0.1:80\"} 1\n",
+             "l7fast_endpoint_out{endpoint=\"[::1]:9001\",reason=\"drained\"} 1\n"
+             "l7fast_endpoint_out{endpoint=\"[::1]:9001\",reason=\"unhealthy\"} 1\n"
+             "l7fast_endpoint_out{endpoint=\"[::1]:9001\",reason=\"ejected\"} 0\n"
+             "l7fast_endpoint_out{endpoint=\"10.0.0.1:80\",reason=\"drained\"} 0\n",
+             "# TYPE l7fast_endpoint_health_checks_total counter\n"
+             "l7fast_endpoint_health_checks_total{endpoint=\"[::1]:9001\",result=\"passed\"} 7\n"
+             "l7fast_endpoint_health_checks_total{endpoint=\"[::1]:9001\",result=\"failed\"} 3\n"
+             "# HELP l7fast_endpoint_ejections_total",
+             "l7fast_endpoint_ejections_total{endpoint=\"[::1]:9001\",trigger=\"5xx\"} 2\n"
+             "l7fast_endpoint_ejections_total{endpoint=\"[::1]:9001\",trigger=\"connect_failure\"} 0\n"})
         EXPECT_NE(text.find(line), std::string::npos) << line;
 }
 

@@ -451,7 +451,9 @@ TEST(SlowPipeline, UpstreamHeadCarriesMutationAndForwardedClaims)
     EXPECT_EQ(h2.bytes.find("mallory"), std::string::npos);
 }
 
-TEST(SlowPipeline, EndpointChoiceRoundRobinAndHashed)
+// Clusters 0 app (round robin), 1 ring (ring hash on x-user), 2 maglev
+// (Maglev, 251 slots, on `maglev_key`), each over app's three endpoints.
+static std::shared_ptr<PolicyRuntime> hash_clusters_runtime(policy::RequestKey maglev_key)
 {
     policy::Policy p = base_policy();
     policy::Cluster ring = p.clusters[0];
@@ -462,11 +464,16 @@ TEST(SlowPipeline, EndpointChoiceRoundRobinAndHashed)
     mag.name = "maglev";
     mag.lb = policy::LbPolicy::Maglev;
     mag.maglev_table_size = 251;
-    mag.hash_key = policy::RequestKey{policy::RequestKey::Kind::SourceIp, ""};
+    mag.hash_key = std::move(maglev_key);
     p.clusters.push_back(ring);
     p.clusters.push_back(mag);
     p.routes = {route("a")};
-    auto rt = runtime(p);
+    return runtime(p);
+}
+
+TEST(SlowPipeline, EndpointChoiceRoundRobinAndHashed)
+{
+    auto rt = hash_clusters_runtime(policy::RequestKey{policy::RequestKey::Kind::SourceIp, ""});
 
     uint64_t rr = 0;
     EndpointInputs in;
@@ -538,19 +545,7 @@ TEST(SlowPipeline, RetryOrderSkipsTheFailedAndUnchoosableEndpoints)
 
 TEST(SlowPipeline, EndpointsThatAreOutAreNeverChosen)
 {
-    policy::Policy p = base_policy();
-    policy::Cluster ring = p.clusters[0];
-    ring.name = "ring";
-    ring.lb = policy::LbPolicy::RingHash;
-    ring.hash_key = policy::RequestKey{policy::RequestKey::Kind::Header, "x-user"};
-    policy::Cluster mag = ring;
-    mag.name = "maglev";
-    mag.lb = policy::LbPolicy::Maglev;
-    mag.maglev_table_size = 251;
-    p.clusters.push_back(ring);
-    p.clusters.push_back(mag);
-    p.routes = {route("a")};
-    auto rt = runtime(p);
+    auto rt = hash_clusters_runtime(policy::RequestKey{policy::RequestKey::Kind::Header, "x-user"});
 
     uint64_t rr = 0;
     EndpointInputs in;

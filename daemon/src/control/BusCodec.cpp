@@ -504,6 +504,24 @@ int read_log_level(sd_bus_message* m, LogLevelOutcome* r)
     return 1;
 }
 
+int append_drain(sd_bus_message* m, const DrainOutcome& r)
+{
+    return sd_bus_message_append(m, "bs", static_cast<int>(r.changed), r.state.c_str());
+}
+
+int read_drain(sd_bus_message* m, DrainOutcome* r)
+{
+    int changed = 0;
+    const char* state = nullptr;
+    int rr = sd_bus_message_read(m, "bs", &changed, &state);
+    if (rr < 0)
+        return rr;
+    r->ok = true;
+    r->changed = changed != 0;
+    r->state = state ? state : "";
+    return 1;
+}
+
 int append_status(sd_bus_message* m, const StatusInfo& s)
 {
     Appender a(m);
@@ -608,6 +626,14 @@ int append_stats(sd_bus_message* m, const StatsSnapshot& s)
                            .entry("kernel_busy", es.kernel_busy)
                            .entry("user_idle", es.user_idle)
                            .entry("user_busy", es.user_busy)
+                           .entry("state", es.state)
+                           .entry("checked", es.checked)
+                           .entry("checks_passed", es.checks_passed)
+                           .entry("checks_failed", es.checks_failed)
+                           .entry("last_check", es.last_check)
+                           .entry("ejections_5xx", es.ejections_5xx)
+                           .entry("ejections_connect_failure", es.ejections_connect)
+                           .entry("ejected_for_ms", es.ejected_for_ms)
                            .close();
                    }
                    x.close();
@@ -632,7 +658,15 @@ static int read_endpoint_stats(sd_bus_message* m, EndpointStats* es)
             .u32("kernel_idle", &es->kernel_idle)
             .u32("kernel_busy", &es->kernel_busy)
             .u32("user_idle", &es->user_idle)
-            .u32("user_busy", &es->user_busy);
+            .u32("user_busy", &es->user_busy)
+            .str("state", &es->state)
+            .boolean("checked", &es->checked)
+            .u64("checks_passed", &es->checks_passed)
+            .u64("checks_failed", &es->checks_failed)
+            .str("last_check", &es->last_check)
+            .u64("ejections_5xx", &es->ejections_5xx)
+            .u64("ejections_connect_failure", &es->ejections_connect)
+            .u64("ejected_for_ms", &es->ejected_for_ms);
         return f.r;
     });
 }

@@ -26,6 +26,11 @@ int read_reload(sd_bus_message* m, ReloadOutcome* r);
 // InvalidArgs error, not a reply
 int append_log_level(sd_bus_message* m, const LogLevelOutcome& r);
 int read_log_level(sd_bus_message* m, LogLevelOutcome* r);
+// Drain(s endpoint) / Undrain(s endpoint) -> (b changed, s state); an
+// endpoint that is not an address of the running policy is an
+// InvalidArgs error carrying DrainOutcome::error.
+int append_drain(sd_bus_message* m, const DrainOutcome& r);
+int read_drain(sd_bus_message* m, DrainOutcome* r);
 
 // GetStatus() -> a{sv}
 int append_status(sd_bus_message* m, const StatusInfo& s);

@@ -193,6 +193,40 @@ void write_actions(JsonWriter& w, const policy::Route& r)
     w.end_array();
 }
 
+// "expected_status": the statuses that pass, or "200-399" when the policy
+// gives none (any 2xx or 3xx passes).
+void write_health_check(JsonWriter& w, const policy::HealthCheck& h)
+{
+    w.key("health_check").begin_object().field("path", h.path);
+    if (!h.host.empty())
+        w.field("host", h.host);
+    w.field("interval_ms", static_cast<uint64_t>(h.interval.count()))
+        .field("timeout_ms", static_cast<uint64_t>(h.timeout.count()))
+        .field("healthy_threshold", static_cast<uint64_t>(h.healthy_threshold))
+        .field("unhealthy_threshold", static_cast<uint64_t>(h.unhealthy_threshold));
+    if (h.expected_status.empty()) {
+        w.field("expected_status", "200-399");
+    } else {
+        w.key("expected_status").begin_array();
+        for (uint16_t s : h.expected_status)
+            w.value(static_cast<uint64_t>(s));
+        w.end_array();
+    }
+    w.end_object();
+}
+
+void write_outlier_detection(JsonWriter& w, const policy::OutlierDetection& o)
+{
+    w.key("outlier_detection")
+        .begin_object()
+        .field("consecutive_5xx", static_cast<uint64_t>(o.consecutive_5xx))
+        .field("consecutive_connect_failures", static_cast<uint64_t>(o.consecutive_connect_failures))
+        .field("base_ejection_ms", static_cast<uint64_t>(o.base_ejection.count()))
+        .field("max_ejection_ms", static_cast<uint64_t>(o.max_ejection.count()))
+        .field("max_ejection_percent", static_cast<uint64_t>(o.max_ejection_percent))
+        .end_object();
+}
+
 void write_cluster(JsonWriter& w, const policy::Cluster& c, const DumpFacts& facts)
 {
     w.begin_object().field("name", c.name).field("lb", policy::lb_name(c.lb));
@@ -206,6 +240,10 @@ void write_cluster(JsonWriter& w, const policy::Cluster& c, const DumpFacts& fac
         w.field("maglev_table_size", static_cast<uint64_t>(c.maglev_table_size));
     if (c.hash_balance_factor)
         w.field("hash_balance_factor", static_cast<uint64_t>(c.hash_balance_factor));
+    if (c.health_check)
+        write_health_check(w, *c.health_check);
+    if (c.outlier_detection)
+        write_outlier_detection(w, *c.outlier_detection);
     w.key("endpoints").begin_array();
     for (const auto& e : c.endpoints) {
         const std::string addr = e.address.str();
@@ -219,6 +257,15 @@ void write_cluster(JsonWriter& w, const policy::Cluster& c, const DumpFacts& fac
                 .field("user_idle", static_cast<uint64_t>(s.user_idle))
                 .field("user_busy", static_cast<uint64_t>(s.user_busy))
                 .end_object();
+            w.key("health").begin_object().field("state", s.state);
+            if (s.checked)
+                w.field("checks_passed", s.checks_passed)
+                    .field("checks_failed", s.checks_failed)
+                    .field("last_check", s.last_check);
+            w.field("ejections_5xx", s.ejections_5xx).field("ejections_connect_failure", s.ejections_connect);
+            if (s.ejected_for_ms)
+                w.field("ejected_for_ms", s.ejected_for_ms);
+            w.end_object();
         }
         w.end_object();
     }

@@ -56,6 +56,15 @@ struct LogLevelOutcome {
     std::string error;   // why a request was refused (an unknown level)
 };
 
+// Drain/Undrain: an upstream endpoint taken out of (or put back into) the
+// endpoint choice by the operator.
+struct DrainOutcome {
+    bool ok = false;
+    bool changed = false;  // false: it already was (not) drained
+    std::string state;     // the endpoint's state afterwards ("drained", "up", "unhealthy", ...)
+    std::string error;     // why a request was refused (not an address, in no cluster)
+};
+
 struct RouteInfo {
     std::string name;
     std::string listeners;  // comma-separated, "*" for all
@@ -105,6 +114,14 @@ struct EndpointStats {
     // its open upstream connections now: the data plane's pool (kernel
     // slots; opening ones count as busy) and the slow path's own
     uint32_t kernel_idle = 0, kernel_busy = 0, user_idle = 0, user_busy = 0;
+    // its health (proxy/UpstreamHealth.hpp): "up", or why it takes no new
+    // requests ("drained", "unhealthy", "ejected", joined by '+')
+    std::string state = "up";
+    bool checked = false;  // an active health check runs on it
+    uint64_t checks_passed = 0, checks_failed = 0;
+    std::string last_check;  // the last check's outcome ("status 200", "connection refused")
+    uint64_t ejections_5xx = 0, ejections_connect = 0;  // since l7fastd started, by trigger
+    uint64_t ejected_for_ms = 0;                         // left of the current ejection
 };
 
 struct StatsSnapshot {
@@ -144,6 +161,11 @@ public:
     // A level name, or "reset" for the configured level again; holds until
     // the next SetLogLevel or a restart, reloads included.
     virtual LogLevelOutcome set_log_level(const std::string& level) = 0;
+    // Drains (or undrains) an upstream endpoint "IP:PORT" / "[IPv6]:PORT" of
+    // the running policy: no new request is sent to a drained endpoint, by
+    // either plane; requests in flight finish. Holds across reloads while
+    // the address stays in the policy; not across a restart.
+    virtual DrainOutcome set_drained(const std::string& endpoint, bool drained) = 0;
     // The effective configuration as one JSON document (control/ConfigDump.hpp).
     virtual std::string dump_config() = 0;
     // What the running policy does with a request (control/Explain.hpp),

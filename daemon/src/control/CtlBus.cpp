@@ -35,8 +35,13 @@ CallFailure classify_call_error(const std::string& method, const char* name, con
         is(name, SD_BUS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED) || (!name && (err == -EACCES || err == -EPERM))) {
         const char* what = method == "Reload"        ? "reloading the policy"
                            : method == "SetLogLevel" ? "changing the log level"
+                           : method == "Drain"       ? "draining an endpoint"
+                           : method == "Undrain"     ? "undraining an endpoint"
                                                      : nullptr;
-        const char* command = method == "Reload" ? "reload" : "log-level LEVEL";
+        const char* command = method == "Reload"        ? "reload"
+                              : method == "SetLogLevel" ? "log-level LEVEL"
+                              : method == "Drain"       ? "drain ENDPOINT"
+                                                        : "undrain ENDPOINT";
         if (what)
             return {kExitDenied, std::string("permission denied: ") + what +
                                      " needs root or membership of the group \"" + kAdminGroup +

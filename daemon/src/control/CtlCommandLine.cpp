@@ -119,15 +119,19 @@ std::optional<CtlOptions> parse_command_line(const std::vector<std::string>& arg
     } else if (cmd == "log-level") {
         o.command = CtlCommand::LogLevel;
         optional_args = 1;
+    } else if (cmd == "drain" || cmd == "undrain") {
+        o.command = cmd == "drain" ? CtlCommand::Drain : CtlCommand::Undrain;
+        want_args = 1;
     } else {
         *error = "unknown command \"" + cmd + "\"";
-        if (auto guess = policy::text::closest(cmd, {"status", "reload", "stats", "routes", "dump", "check", "explain", "log-level"}))
+        if (auto guess = policy::text::closest(cmd, {"status", "reload", "stats", "routes", "dump", "check", "explain", "log-level", "drain", "undrain"}))
             *error += " (did you mean \"" + *guess + "\"?)";
         return std::nullopt;
     }
     if (words.size() - 1 < want_args) {
         *error = cmd + (o.command == CtlCommand::Explain ? " needs a method and a URL (explain GET /path)"
-                                                          : " needs a policy file");
+                        : o.command == CtlCommand::Check ? " needs a policy file"
+                                                         : " needs an endpoint address (" + cmd + " 10.0.0.5:8080)");
         return std::nullopt;
     }
     if (words.size() - 1 > want_args + optional_args) {
@@ -153,6 +157,13 @@ std::optional<CtlOptions> parse_command_line(const std::vector<std::string>& arg
     if (o.command == CtlCommand::Explain) {
         o.method = words[1];
         o.url = words[2];
+    }
+    if (o.command == CtlCommand::Drain || o.command == CtlCommand::Undrain) {
+        o.endpoint = words[1];
+        if (o.endpoint.empty()) {
+            *error = cmd + " needs an endpoint address, got an empty one";
+            return std::nullopt;
+        }
     }
     if (o.command == CtlCommand::Check) {
         o.file = words[1];
@@ -202,6 +213,12 @@ Commands:
                       notice, info, debug) until `log-level reset` or a
                       restart, reloads included (needs root or the group
                       "l7fast")
+  drain ENDPOINT      send no new request to the upstream endpoint
+                      ENDPOINT (IP:PORT or [IPv6]:PORT, as `dump` lists
+                      it) on either path; requests in flight finish. Holds
+                      across reloads, not a restart (needs root or the
+                      group "l7fast")
+  undrain ENDPOINT    take the endpoint back into the endpoint choice
 
 Options:
   --json              print one JSON document (stable keys) instead of text

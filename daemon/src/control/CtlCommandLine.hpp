@@ -17,13 +17,14 @@ enum ExitStatus : int {
     kExitDenied = 4,       // the caller may not do this
 };
 
-enum class CtlCommand { Status, Reload, Stats, Routes, Dump, Check, Explain, LogLevel, Help, Version };
+enum class CtlCommand { Status, Reload, Stats, Routes, Dump, Check, Explain, LogLevel, Drain, Undrain, Help, Version };
 
 struct CtlOptions {
     CtlCommand command = CtlCommand::Help;
     bool json = false;
     std::string file;                       // check FILE
     std::optional<std::string> level;       // log-level [LEVEL]
+    std::string endpoint;                   // drain/undrain ENDPOINT
     std::optional<std::string> policy_dir;  // check/explain --policy-dir DIR
     // explain METHOD URL [-H 'Name: value']... [--source IP] [--token JWT]
     // [--listener NAME] [--policy FILE]

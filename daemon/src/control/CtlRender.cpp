@@ -230,12 +230,12 @@ std::string render_stats(const StatsSnapshot& s)
     }
 
     if (!s.endpoints.empty()) {
-        TextTable e({"ENDPOINT", "CLUSTERS", "REQ KERNEL", "REQ USER", "2XX", "3XX", "4XX", "5XX", "BYTES OUT",
-                     "CONNS KERNEL", "CONNS USER"},
-                    {false, false, true, true, true, true, true, true, true, true, true});
+        TextTable e({"ENDPOINT", "CLUSTERS", "STATE", "REQ KERNEL", "REQ USER", "2XX", "3XX", "4XX", "5XX",
+                     "BYTES OUT", "CONNS KERNEL", "CONNS USER"},
+                    {false, false, false, true, true, true, true, true, true, true, true, true});
         auto conns = [](uint32_t idle, uint32_t busy) { return num(idle) + " idle/" + num(busy) + " busy"; };
         for (const auto& ep : s.endpoints)
-            e.add({ep.address, ep.clusters, num(ep.requests_kernel), num(ep.requests_user), num(ep.status[2]),
+            e.add({ep.address, ep.clusters, ep.state, num(ep.requests_kernel), num(ep.requests_user), num(ep.status[2]),
                    num(ep.status[3]), num(ep.status[4]), num(ep.status[5]), format_bytes(ep.bytes_out),
                    conns(ep.kernel_idle, ep.kernel_busy), conns(ep.user_idle, ep.user_busy)});
         out += "\nPer endpoint (exchanges counted when they end; connections open now):\n" + e.str();

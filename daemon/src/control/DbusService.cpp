@@ -104,8 +104,8 @@ const sd_bus_vtable DbusService::vtable_[] = {
     SD_BUS_PROPERTY("State", "s", DbusService::property_get, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
     SD_BUS_PROPERTY("Features", "a{ss}", DbusService::property_get, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
     // UNPRIVILEGED everywhere: sd-bus would otherwise admit only callers
-    // with CAP_SYS_ADMIN; Reload and SetLogLevel do their own check (root or
-    // group l7fast).
+    // with CAP_SYS_ADMIN; Reload, SetLogLevel, Drain and Undrain do their own
+    // check (root or group l7fast).
     SD_BUS_METHOD_WITH_ARGS("Reload", SD_BUS_NO_ARGS,
                             SD_BUS_RESULT("b", ok, "t", generation, "s", error),
                             DbusService::method_reload, SD_BUS_VTABLE_UNPRIVILEGED),
@@ -125,6 +125,10 @@ const sd_bus_vtable DbusService::vtable_[] = {
     SD_BUS_METHOD_WITH_ARGS("SetLogLevel", SD_BUS_ARGS("s", level),
                             SD_BUS_RESULT("s", level, "s", source),
                             DbusService::method_set_log_level, SD_BUS_VTABLE_UNPRIVILEGED),
+    SD_BUS_METHOD_WITH_ARGS("Drain", SD_BUS_ARGS("s", endpoint), SD_BUS_RESULT("b", changed, "s", state),
+                            DbusService::method_drain, SD_BUS_VTABLE_UNPRIVILEGED),
+    SD_BUS_METHOD_WITH_ARGS("Undrain", SD_BUS_ARGS("s", endpoint), SD_BUS_RESULT("b", changed, "s", state),
+                            DbusService::method_drain, SD_BUS_VTABLE_UNPRIVILEGED),
     SD_BUS_SIGNAL_WITH_ARGS("Reloaded", SD_BUS_ARGS("b", ok, "t", generation, "s", error), 0),
     SD_BUS_VTABLE_END,
 };
@@ -379,6 +383,31 @@ int DbusService::method_set_log_level(sd_bus_message* m, void* userdata, sd_bus_
             return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, out.error.c_str());
         log::notice("D-Bus: log level ", out.level, " (", out.source, ") set by uid ", who.uid);
         return reply_with(m, [&](sd_bus_message* reply) { return codec::append_log_level(reply, out); });
+    });
+}
+
+// Drain and Undrain: one handler, the member says which.
+int DbusService::method_drain(sd_bus_message* m, void* userdata, sd_bus_error* error)
+{
+    auto* self = static_cast<DbusService*>(userdata);
+    const char* member = sd_bus_message_get_member(m);
+    const bool drain = member && std::string_view(member) == "Drain";
+    return run_method(error, drain ? "Drain" : "Undrain", [&] {
+        const char* endpoint = nullptr;
+        int r = sd_bus_message_read(m, "s", &endpoint);
+        if (r < 0)
+            return r;
+        CallerIdentity who;
+        if ((r = admit_admin(m, drain ? "Drain" : "Undrain",
+                             drain ? "Draining an upstream endpoint" : "Undraining an upstream endpoint",
+                             drain ? "drain ENDPOINT" : "undrain ENDPOINT", &who, error)) < 0)
+            return r;
+        DrainOutcome out = self->api_.set_drained(endpoint ? endpoint : "", drain);
+        if (!out.ok)
+            return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, out.error.c_str());
+        log::notice("D-Bus: endpoint ", valid_utf8(endpoint ? endpoint : ""), drain ? " drained" : " undrained",
+                    out.changed ? "" : " (already)", " by uid ", who.uid, "; now ", out.state);
+        return reply_with(m, [&](sd_bus_message* reply) { return codec::append_drain(reply, out); });
     });
 }
 

@@ -62,6 +62,7 @@ private:
     static int method_dump_config(sd_bus_message* m, void* userdata, sd_bus_error* error);
     static int method_explain(sd_bus_message* m, void* userdata, sd_bus_error* error);
     static int method_set_log_level(sd_bus_message* m, void* userdata, sd_bus_error* error);
+    static int method_drain(sd_bus_message* m, void* userdata, sd_bus_error* error);
     static int method_reload(sd_bus_message* m, void* userdata, sd_bus_error* error);
     static int method_get_status(sd_bus_message* m, void* userdata, sd_bus_error* error);
     static int method_get_stats(sd_bus_message* m, void* userdata, sd_bus_error* error);

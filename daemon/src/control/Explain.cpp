@@ -624,9 +624,25 @@ std::optional<std::string> Explainer::run(const ExplainRequest& req, std::string
                                                                                 : "weights sum to 0: the first");
             w_.field("lb", policy::lb_name(c.lb));
             const lb::HashBalancer* hb = cidx < rt.balancers.size() ? rt.balancers[cidx].get() : nullptr;
+            // endpoints that take no new request now (running daemon only)
+            std::vector<bool> up(c.endpoints.size(), true);
+            size_t n_up = c.endpoints.size();
+            w_.key("endpoints_out").begin_array();
+            for (size_t i = 0; i < c.endpoints.size(); i++) {
+                const std::string why = context_.endpoint_out ? context_.endpoint_out(c.endpoints[i].address) : "";
+                if (why.empty())
+                    continue;
+                up[i] = false;
+                n_up--;
+                w_.begin_object().field("endpoint", c.endpoints[i].address.str()).field("state", why).end_object();
+            }
+            w_.end_array();
             std::optional<size_t> e;
             if (c.endpoints.empty()) {
                 w_.field("endpoint_choice", "the cluster has no endpoints");
+            } else if (n_up == 0) {
+                w_.field("endpoint_choice", "every endpoint is out (drained, unhealthy or ejected)");
+                user_plane("endpoint_down", "every endpoint of cluster " + c.name + " is out");
             } else if (c.endpoints.size() == 1) {
                 e = 0;
                 w_.field("endpoint_choice", "the cluster's only endpoint");
@@ -644,8 +660,17 @@ std::optional<std::string> Explainer::run(const ExplainRequest& req, std::string
                     else if (const lb::Maglev* mg = hb->maglev())
                         w_.field("table_slot", h % mg->table_size())
                             .field("table_size", mg->table_size());
-                    if (auto pick = hb->choose(h))
+                    if (auto pick = hb->choose(h)) {
                         e = *pick;
+                        if (!up.at(*e)) {
+                            w_.field("table_endpoint", c.endpoints.at(*e).address.str());
+                            user_plane("endpoint_down",
+                                       "the key's endpoint " + c.endpoints.at(*e).address.str() +
+                                           " is out: the slow path sends the key where the table built over the "
+                                           "endpoints that are in does");
+                            e = hb->choose_available(h, up);
+                        }
+                    }
                 } else {
                     w_.key("value").null();
                 }
@@ -656,8 +681,11 @@ std::optional<std::string> Explainer::run(const ExplainRequest& req, std::string
                               : hb->bounded() ? "by the key's hash; bounded load moves it when that endpoint is busy"
                                               : "by the key's hash");
             } else {
-                w_.field("endpoint_choice", c.lb == policy::LbPolicy::Weighted ? "at random by weight, per request"
-                                                                               : "round robin");
+                w_.field("endpoint_choice",
+                         std::string(c.lb == policy::LbPolicy::Weighted ? "at random by weight, per request"
+                                                                         : "round robin") +
+                             (n_up < c.endpoints.size() ? ", among the " + std::to_string(n_up) + " endpoints that are in"
+                                                        : ""));
             }
             if (e)
                 w_.field("endpoint", c.endpoints.at(*e).address.str());
@@ -666,6 +694,9 @@ std::optional<std::string> Explainer::run(const ExplainRequest& req, std::string
             if (c.endpoints.empty()) {
                 status = 503;
                 reason = "no_endpoint";
+            } else if (n_up == 0) {
+                status = 503;
+                reason = "no_healthy_upstream";
             }
         }
         w_.end_object();

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -62,6 +63,10 @@ struct ExplainContext {
     std::string policy_source;  // "running" or the file's name
     uint64_t generation = 0;    // 0: not running
     std::chrono::system_clock::time_point now = std::chrono::system_clock::now();
+    // the running daemon's endpoint health: "" for an endpoint that takes
+    // requests, else why not ("drained", "unhealthy+ejected"); empty
+    // function (offline): every endpoint is in
+    std::function<std::string(const policy::SocketAddress&)> endpoint_out;
 };
 
 // The explanation as a JSON document; nullopt with *error when the request

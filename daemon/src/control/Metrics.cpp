@@ -13,6 +13,7 @@
 
 #include "common/Log.hpp"
 #include "l7fast_abi.h"
+#include "proxy/Endpoint.hpp"
 
 namespace l7fast::control {
 namespace {
@@ -20,18 +21,6 @@ namespace {
 constexpr size_t kMaxHead = 8192;
 constexpr auto kReadTimeout = std::chrono::seconds(5);
 constexpr unsigned kMaxConnections = 32;
-
-tcp::endpoint to_endpoint(const policy::SocketAddress& a)
-{
-    if (a.family == AF_INET6) {
-        asio::ip::address_v6::bytes_type b;
-        std::memcpy(b.data(), a.ip.data(), 16);
-        return {asio::ip::address_v6(b), a.port};
-    }
-    asio::ip::address_v4::bytes_type b;
-    std::memcpy(b.data(), a.ip.data(), 4);
-    return {asio::ip::address_v4(b), a.port};
-}
 
 class Exposition {
 public:
@@ -413,6 +402,37 @@ void render_stats(Exposition& e, const StatsSnapshot& s, const std::string& vers
             e.sample("l7fast_endpoint_connections", {{"endpoint", ep.address}, {"pool", "user"}, {"state", "busy"}},
                      ep.user_busy);
         }
+        e.family("l7fast_endpoint_up", "gauge",
+                 "1 when the endpoint takes new requests, 0 when it is out (l7fast_endpoint_out says why).");
+        for (const auto& ep : s.endpoints)
+            e.sample("l7fast_endpoint_up", {{"endpoint", ep.address}}, ep.state == "up" ? 1 : 0);
+        e.family("l7fast_endpoint_out", "gauge",
+                 "1 for each reason the endpoint takes no new requests: drained (l7fastctl drain), unhealthy "
+                 "(failing its active health check) or ejected (outlier detection).");
+        for (const auto& ep : s.endpoints)
+            for (const char* reason : {"drained", "unhealthy", "ejected"})
+                e.sample("l7fast_endpoint_out", {{"endpoint", ep.address}, {"reason", reason}},
+                         ("+" + ep.state + "+").find(std::string("+") + reason + "+") != std::string::npos ? 1 : 0);
+        e.family("l7fast_endpoint_health_checks_total", "counter",
+                 "Active health checks of the endpoint, by result (passed or failed); endpoints of a cluster "
+                 "with health_check only.");
+        for (const auto& ep : s.endpoints) {
+            if (!ep.checked)
+                continue;
+            e.sample("l7fast_endpoint_health_checks_total", {{"endpoint", ep.address}, {"result", "passed"}},
+                     ep.checks_passed);
+            e.sample("l7fast_endpoint_health_checks_total", {{"endpoint", ep.address}, {"result", "failed"}},
+                     ep.checks_failed);
+        }
+        e.family("l7fast_endpoint_ejections_total", "counter",
+                 "Times outlier detection ejected the endpoint, by trigger (5xx: consecutive 5xx responses on "
+                 "either plane; connect_failure: consecutive failed connection attempts).");
+        for (const auto& ep : s.endpoints) {
+            e.sample("l7fast_endpoint_ejections_total", {{"endpoint", ep.address}, {"trigger", "5xx"}},
+                     ep.ejections_5xx);
+            e.sample("l7fast_endpoint_ejections_total", {{"endpoint", ep.address}, {"trigger", "connect_failure"}},
+                     ep.ejections_connect);
+        }
     }
     e.family("l7fast_requests_no_route_total", "counter",
              "Requests that matched no route (answered 404 by the slow path).");
@@ -577,7 +597,7 @@ MetricsServer::MetricsServer(asio::io_context& io, const policy::SocketAddress& 
                              std::function<std::string()> render)
     : address_(address), state_(std::make_shared<State>(io, std::move(render)))
 {
-    tcp::endpoint ep = to_endpoint(address);
+    tcp::endpoint ep = proxy::to_endpoint(address);
     error_code ec;
     state_->acceptor.open(ep.protocol(), ec);
     if (!ec)

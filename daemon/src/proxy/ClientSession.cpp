@@ -826,22 +826,24 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
         inputs.random32 = [] { return random_u32(); };
         inputs.random64 = [] { return random_u64(); };
         inputs.active = [&](uint32_t e) { return e < pools.size() ? server_.active_requests(pools[e]) : 0u; };
+        inputs.available = [&](uint32_t e) { return e >= pools.size() || server_.health().available(pools[e]); };
         const std::optional<size_t> first = choose_endpoint(*rt, cluster_index, view, verdict.claims, inputs);
         const UpstreamHead upstream_head =
             first ? upstream_request_head(*rt, ri, head_in, verdict.claims) : UpstreamHead{};
         if (!first || !upstream_head.ok) {
             const bool must_close = close || m.body_kind != L7_BODY_NONE;
             const int code = first ? 400 : 503;
+            reason = first ? "bad_request:mutation" : "no_healthy_upstream";
             if (!must_close)
                 consume(m.hdr_len);
-            uint64_t n = co_await respond(code, first ? "malformed request\n" : "no upstream endpoint\n", must_close);
+            uint64_t n = co_await respond(code, first ? "malformed request\n" : "no healthy upstream\n", must_close);
             complete(code, n);
             if (must_close)
                 break;
             continue;
         }
         std::vector<size_t> attempts{*first};
-        for (size_t e : retry_endpoints(cluster, *first, route.connect_retries))
+        for (size_t e : retry_endpoints(cluster, *first, route.connect_retries, inputs.available))
             attempts.push_back(e);
 
         error_code ec;
@@ -859,6 +861,9 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
             int code = ec == errc::no_buffer_space ? 503
                        : ec == errc::timed_out      ? 504
                                                          : 502;
+            reason = ec == errc::no_buffer_space ? "upstream_overflow"
+                     : ec == errc::timed_out     ? "upstream_connect_timeout"
+                                                 : "upstream_connect_failed";
             bool must_close = close || m.body_kind != L7_BODY_NONE;
             std::string text = "upstream unavailable: " + ec.message() + "\n";
             if (!must_close)
@@ -908,6 +913,11 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
         start.phase = L7_RESP_START;
         Exchange x = co_await pipe_response(*up, m.method == L7_M_HEAD, start, true, timeout,
                                             &route.response_headers);
+        server_.health().on_response(pools[ei], x.status ? x.status : 502);
+        if (!x.ok && x.status == 504)
+            reason = "upstream_timeout";
+        else if (!x.ok)
+            reason = "upstream_reset";
         if (x.ok || x.wrote)
             complete(x.status, x.bytes);
         if (x.ok && x.status == 101) {

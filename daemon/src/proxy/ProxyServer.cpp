@@ -22,18 +22,6 @@
 namespace l7fast::proxy {
 namespace {
 
-tcp::endpoint to_endpoint(const policy::SocketAddress& a)
-{
-    if (a.family == AF_INET6) {
-        asio::ip::address_v6::bytes_type b;
-        std::memcpy(b.data(), a.ip.data(), 16);
-        return {asio::ip::address_v6(b), a.port};
-    }
-    asio::ip::address_v4::bytes_type b;
-    std::memcpy(b.data(), a.ip.data(), 4);
-    return {asio::ip::address_v4(b), a.port};
-}
-
 std::string hex(const void* p, size_t n)
 {
     static const char digits[] = "0123456789abcdef";
@@ -110,8 +98,10 @@ ProxyServer::ProxyServer(asio::io_context& io, dataplane::Dataplane* dp, bool of
     : io_(io),
       dp_(dp),
       offload_remote_(offload_remote),
-      pool_(io, dp, [this](KernelExchangeEnd e) { on_exchange_end(std::move(e)); })
+      pool_(io, dp, [this](KernelExchangeEnd e) { on_exchange_end(std::move(e)); }),
+      health_(io, pool_)
 {
+    pool_.set_connect_observer([this](uint32_t pool, bool ok) { health_.on_connect(pool, ok); });
 }
 
 ProxyServer::~ProxyServer() { stop(); }
@@ -225,6 +215,7 @@ void ProxyServer::apply(std::shared_ptr<const PolicyRuntime> rt)
         for (const auto& e : c.endpoints)
             upstreams.push_back(e.address);
     pool_.retain_only(upstreams);
+    health_.apply(*rt_);
     const auto& d = rt_->policy().daemon;
     pool_.set_limits(d.pool_min_idle, d.pool_max, d.connect_timeout);
     std::map<uint32_t, std::vector<uint32_t>> kernel_pools;
@@ -250,6 +241,7 @@ void ProxyServer::stop()
             l->acceptor->close(ig);
     }
     listening_.clear();
+    health_.stop();
 }
 
 awaitable<void> ProxyServer::accept_loop(std::shared_ptr<Listening> l)
@@ -439,6 +431,9 @@ void ProxyServer::on_event(const l7_event& ev)
     case L7_EV_POOL_MISS:
         pool_.on_pool_miss(ev.slot);
         break;
+    case L7_EV_OUTLIER:
+        health_.on_kernel_streak(ev.slot);
+        break;
     }
 }
 
@@ -448,6 +443,7 @@ void ProxyServer::count_kernel_response(const l7_slot& snapshot, int status, uin
     uint64_t now = monotonic_ns();
     uint64_t latency = now > snapshot.req_start_ns ? now - snapshot.req_start_ns : 0;
     kernel_responses_[snapshot.stats_id].add_response(status, bytes, latency);
+    health_.on_response(snapshot.pool_id, status);
     if (const policy::SocketAddress* a = pool_.address_of(snapshot.pool_id)) {
         dataplane::RouteCounters& pc = kernel_endpoint_responses_[*a];
         pc.requests++;
@@ -502,6 +498,7 @@ void ProxyServer::tick()
     if (!rt_)
         return;
     pool_.sweep(rt_->policy().daemon.request_timeout);
+    health_.tick();
     // every 10 s: entries of connections that ended without a session
     if (++ticks_ % 20 == 0)
         if (size_t n = free_orphaned_connections())

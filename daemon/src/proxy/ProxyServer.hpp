@@ -25,6 +25,7 @@
 #include "policy/Policy.hpp"
 #include "proxy/AccessLog.hpp"
 #include "proxy/ClientSession.hpp"
+#include "proxy/UpstreamHealth.hpp"
 #include "proxy/UpstreamPool.hpp"
 
 namespace l7fast::policy {
@@ -154,6 +155,8 @@ public:
     void stop();
 
     UpstreamPool& pool() { return pool_; }
+    UpstreamHealth& health() { return health_; }
+    const UpstreamHealth& health() const { return health_; }
     dataplane::Dataplane* dataplane() { return dp_; }
     asio::io_context& io() { return io_; }
 
@@ -246,6 +249,7 @@ private:
     dataplane::Dataplane* dp_;
     bool offload_remote_;
     UpstreamPool pool_;
+    UpstreamHealth health_;
     std::shared_ptr<const PolicyRuntime> rt_;
     std::vector<int> inherited_listeners_;
     std::vector<std::shared_ptr<Listening>> listening_;

@@ -25,18 +25,6 @@ namespace {
 std::atomic_ref<uint64_t> atomic(uint64_t* w) { return std::atomic_ref<uint64_t>(*w); }
 bool cas(uint64_t* st, uint64_t from, uint64_t to) { return atomic(st).compare_exchange_strong(from, to); }
 
-tcp::endpoint to_endpoint(const policy::SocketAddress& a)
-{
-    if (a.family == AF_INET6) {
-        asio::ip::address_v6::bytes_type b;
-        std::memcpy(b.data(), a.ip.data(), 16);
-        return {asio::ip::address_v6(b), a.port};
-    }
-    asio::ip::address_v4::bytes_type b;
-    std::memcpy(b.data(), a.ip.data(), 4);
-    return {asio::ip::address_v4(b), a.port};
-}
-
 // The source address the kernel would pick for `dst`: a connected UDP socket
 // tells without sending anything. Needed to know a pooled connection's
 // 4-tuple before connect(), so the data plane can adopt the backend's end
@@ -72,6 +60,7 @@ int pending_bytes(int fd)
 uint64_t idle_bit(uint32_t id) { return 1ull << (id % L7_SLOT_CHUNK); }
 
 }  // namespace
+
 
 UpstreamConn::UpstreamConn(UpstreamPool& pool, uint32_t pool_id, tcp::socket sock)
     : pool_(pool), pool_id_(pool_id), slot_(L7_NO_SLOT), sock_(std::move(sock))
@@ -494,6 +483,8 @@ awaitable<void> UpstreamPool::connect_slot(uint32_t pool_id, uint32_t id, uint16
         co_return;
     }
     co_await connect_socket(sock, ep, ec);
+    if (on_connect_)
+        on_connect_(pool_id, !ec);
     auto pit = pools_.find(pool_id);
     if (!ec && (pit == pools_.end() || !pit->second.in_use))
         ec = errc::make_error_code(errc::no_such_device_or_address);  // forgotten meanwhile
@@ -556,8 +547,11 @@ awaitable<UpstreamPtr> UpstreamPool::connect_private(uint32_t pool_id, error_cod
     tcp::socket sock(io_);
     pools_[pool_id].private_open++;
     sock.open(ep.protocol(), ec);
-    if (!ec)
+    if (!ec) {
         co_await connect_socket(sock, ep, ec);
+        if (on_connect_)
+            on_connect_(pool_id, !ec);
+    }
     // the pool may have been forgotten meanwhile (reload): look it up again
     auto it = pools_.find(pool_id);
     if (ec || it == pools_.end()) {

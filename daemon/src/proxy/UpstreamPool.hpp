@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "common/Asio.hpp"
+#include "proxy/Endpoint.hpp"
 #include "common/Fd.hpp"
 #include "dataplane/Abi.hpp"
 #include "policy/Policy.hpp"
@@ -144,6 +145,10 @@ public:
     // connection from: what accepting a client pre-warms.
     void set_kernel_pools(std::map<uint32_t, std::vector<uint32_t>> by_listener);
 
+    // Told the outcome of every connection attempt (kernel slots and the
+    // slow path's own): outlier detection counts failures in a row.
+    void set_connect_observer(std::function<void(uint32_t pool_id, bool ok)> fn) { on_connect_ = std::move(fn); }
+
     void set_limits(uint32_t min_idle, uint32_t max_per_pool,
                     std::chrono::milliseconds connect_timeout);
     // Opens kernel connections where a pool has less room than it should.
@@ -230,6 +235,7 @@ private:
     asio::io_context& io_;
     dataplane::Dataplane* dp_;
     ExchangeHandler on_exchange_end_;
+    std::function<void(uint32_t, bool)> on_connect_;
     // without a data plane: the shared words in plain memory
     std::vector<uint64_t> local_states_;
     std::vector<l7_pool> local_pools_;

@@ -9,6 +9,8 @@ comes back is decided by thresholds and timers; the tests wait for the
 state l7fastd reports and assert what follows from it, never a duration.
 """
 import json
+import os
+import re
 import socket
 import threading
 import time
@@ -35,6 +37,7 @@ class Switchable:
         self.lock = threading.Lock()
         self.requests = 0
         self.checks = 0
+        self.sent_times = []  # of the load test's requests, when they were sent (ns)
         self.server = None
         self.start()
 
@@ -45,6 +48,9 @@ class Switchable:
                 self.checks += 1
             else:
                 self.requests += 1
+                sent = re.search(r"[?&]sent=(\d+)", line)
+                if sent:
+                    self.sent_times.append(int(sent.group(1)))
             status = self.status
         payload = json.dumps({"backend": self.name, "request": line}).encode()
         reason = b"OK" if status == 200 else b"Service Unavailable"
@@ -392,3 +398,93 @@ def test_health_metrics(env, hw):
         assert any(line.startswith(a.address()) and " drained " in line for line in out.splitlines()), out
     finally:
         assert env.ctl("undrain", a.address())[0] == 0
+
+
+def test_a_backend_that_flaps_and_dies_under_load(env, hw):
+    """Four clients (two local, two remote) keep sending to the
+    health-checked cluster while its endpoint hc answers 503, comes back,
+    dies (connection refused), comes back, and answers 503 again. Each
+    request carries the time it was sent: none sent between the moment
+    l7fastd reports hc out and the moment hc is repaired reaches it, and
+    after each recovery hc gets requests again. A request in flight when hc
+    dies may lose its connection (the kernel exchange fails; its 502 can be
+    lost to the close on this kernel, see the closing note of issue 15):
+    only such requests may, sent before hc was reported out, and the client
+    reconnects."""
+    c, hc = env.c, env.hc
+    assert wait_until(lambda: endpoint_health(env, hc.address()).get("checks_passed", 0) >= 1, timeout=WAIT)
+    wait_state(env, hc.address(), "up")
+    with hc.lock:
+        hc.sent_times.clear()
+    stop = threading.Event()
+    counts = {"sent": 0, "ok": 0, "other": 0}
+    broken = []   # (sent, failed at, error) of requests whose connection broke
+    lock = threading.Lock()
+    errors = []
+
+    def worker(w, local):
+        try:
+            conn = env.client(hw, local=local)
+            deadline = time.monotonic() + 120  # bounded whatever happens
+            while not stop.is_set() and time.monotonic() < deadline:
+                sent = time.monotonic_ns()
+                conn.request("GET", f"/checked/load?w={w}&sent={sent}")
+                try:
+                    r = conn.read_response()
+                except (EOFError, OSError) as e:
+                    broken.append((sent, time.monotonic_ns(), repr(e)))
+                    conn.close()
+                    conn = env.client(hw, local=local)
+                    continue
+                with lock:
+                    counts["sent"] += 1
+                    counts["ok" if r.status == 200 else "other"] += 1
+                if r.header("connection", "").lower() == "close":
+                    conn.close()
+                    conn = env.client(hw, local=local)
+            conn.close()
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(f"worker {w}: {e!r}")
+    threads = [threading.Thread(target=worker, args=(w, w < 2), daemon=True) for w in range(4)]
+    for t in threads:
+        t.start()
+    windows = []   # (how, broken at, reported out at, repaired at)
+    try:
+        for how in ("503", "dead", "503", "dead"):
+            broke_at = time.monotonic_ns()
+            if how == "503":
+                hc.status = 503
+            else:
+                hc.stop()
+            wait_state(env, hc.address(), "unhealthy")
+            out_at = time.monotonic_ns()
+            time.sleep(0.5)           # load runs with hc out
+            repaired_at = time.monotonic_ns()
+            if how == "503":
+                hc.status = 200
+            else:
+                hc.start()
+            windows.append((how, broke_at, out_at, repaired_at))
+            wait_state(env, hc.address(), "up")
+            back_at = time.monotonic_ns()
+            assert wait_until(lambda: any(t >= back_at for t in list(hc.sent_times)), timeout=WAIT), \
+                "hc got no request after it came back"
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(30)
+        hc.status = 200
+        if hc.server is None:
+            hc.start()
+    assert not errors, errors
+    with hc.lock:
+        reached = list(hc.sent_times)
+    late = [t for t in reached for (_, _, a, b) in windows if a <= t < b]
+    lost = [(sent, at, e) for sent, at, e in broken
+            if not any(how == "dead" and k <= at and sent <= o for how, k, o, _ in windows)]
+    print(f"[flap] {counts['sent']} requests ({counts['ok']} 200, {counts['other']} other), "
+          f"{len(reached)} reached hc, {len(late)} of them sent while it was out; "
+          f"{len(broken)} connections broke with hc dying under their request")
+    assert late == []
+    assert lost == [], "connections broke other than under a request in flight to hc as it died"
+    assert counts["ok"] > 0

@@ -361,6 +361,11 @@ void UpstreamPool::grow(uint32_t pool_id)
         kernel = kernel || std::find(pools.begin(), pools.end(), pool_id) != pools.end();
     if (!kernel)
         return;  // no kernel route takes connections from it
+    // an endpoint that is out (UpstreamHealth) gets no kernel request: no
+    // new connection either (a dead one would be a connect attempt per
+    // refill); the sweep warms it again once it is back
+    if (l7_pool* sp = shared_pool(pool_id); sp && std::atomic_ref<uint32_t>(sp->down).load())
+        return;
     const Pool& p = it->second;
     Counts c = count(pool_id);
     uint32_t want = std::min(max_per_pool_, std::max({p.want, p.grown, c.busy + std::max(min_idle_, c.busy / 4)}));

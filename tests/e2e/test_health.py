@@ -484,7 +484,7 @@ def test_a_backend_that_flaps_and_dies_under_load(env, hw):
             if not any(how == "dead" and k <= at and sent <= o for how, k, o, _ in windows)]
     print(f"[flap] {counts['sent']} requests ({counts['ok']} 200, {counts['other']} other), "
           f"{len(reached)} reached hc, {len(late)} of them sent while it was out; "
-          f"{len(broken)} connections broke with hc dying under their request")
+          f"{len(broken)} connections broke with hc dying under their request {[e for _, _, e in broken]}")
     assert late == []
     assert lost == [], "connections broke other than under a request in flight to hc as it died"
     assert counts["ok"] > 0

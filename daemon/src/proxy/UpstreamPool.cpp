@@ -61,7 +61,6 @@ uint64_t idle_bit(uint32_t id) { return 1ull << (id % L7_SLOT_CHUNK); }
 
 }  // namespace
 
-
 UpstreamConn::UpstreamConn(UpstreamPool& pool, uint32_t pool_id, tcp::socket sock)
     : pool_(pool), pool_id_(pool_id), slot_(L7_NO_SLOT), sock_(std::move(sock))
 {

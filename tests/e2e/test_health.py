@@ -86,15 +86,20 @@ class Switchable:
         return n
 
 
-def endpoint_health(env, address):
-    """The endpoint's health object in `l7fastctl --json dump`."""
+def endpoint_dump(env, address):
+    """The endpoint's object in `l7fastctl --json dump` (the first cluster
+    listing it: health and connections are per address)."""
     rc, out, err = env.ctl("--json", "dump")
     assert rc == 0, err
     for c in json.loads(out)["clusters"]:
         for e in c["endpoints"]:
             if e["address"] == address:
-                return e.get("health", {})
+                return e
     raise AssertionError(f"{address} is in no cluster of the dump")
+
+
+def endpoint_health(env, address):
+    return endpoint_dump(env, address).get("health", {})
 
 
 def wait_state(env, address, state):
@@ -399,16 +404,6 @@ def test_health_metrics(env, hw):
         assert env.ctl("undrain", a.address())[0] == 0
 
 
-def endpoint_connections(env, address):
-    rc, out, err = env.ctl("--json", "dump")
-    assert rc == 0, err
-    for cl in json.loads(out)["clusters"]:
-        for e in cl["endpoints"]:
-            if e["address"] == address:
-                return e.get("connections", {})
-    raise AssertionError(f"{address} is in no cluster of the dump")
-
-
 def test_a_backend_that_flaps_and_dies_under_load(env, hw):
     """Four clients (two local, two remote) keep sending to the
     health-checked cluster while its endpoint hc answers 503, comes back,
@@ -473,7 +468,7 @@ def test_a_backend_that_flaps_and_dies_under_load(env, hw):
                 with cond:
                     assert cond.wait_for(lambda: state["in_flight"] == 0, timeout=WAIT)
                 hc.stop()
-                assert wait_until(lambda: sum(endpoint_connections(env, hc.address()).get(k, 0)
+                assert wait_until(lambda: sum(endpoint_dump(env, hc.address()).get("connections", {}).get(k, 0)
                                               for k in ("kernel_idle", "kernel_busy")) == 0, timeout=WAIT)
                 go.set()
             wait_state(env, hc.address(), "unhealthy")

@@ -322,6 +322,20 @@ def test_daemon_denies_setting_the_log_level_to_others_without_the_bus_policy(op
     assert "refused SetLogLevel from uid 65534" in open_daemon.log()
 
 
+def test_daemon_denies_draining_to_others_without_the_bus_policy(open_bus, open_daemon):
+    """The daemon's own check, behind the bus policy: an unprivileged caller
+    drains nothing, whatever the endpoint."""
+    for method in ("Drain", "Undrain"):
+        out = dbus_send(open_bus, method, "string:127.0.0.1:9", uid=NOBODY)
+        assert "Error org.freedesktop.DBus.Error.AccessDenied: " in out.stderr, out.stderr
+        assert f"sudo l7fastctl {method.lower()} ENDPOINT" in out.stderr, out.stderr
+        assert f"refused {method} from uid 65534" in open_daemon.log()
+    # root gets the daemon's answer: not an endpoint of the policy
+    out = dbus_send(open_bus, "Drain", "string:127.0.0.1:9")
+    assert "Error org.freedesktop.DBus.Error.InvalidArgs: no cluster of the running policy lists the endpoint " \
+           "127.0.0.1:9" in out.stderr, out.stderr
+
+
 def test_log_level_set_at_run_time_holds_over_reloads_until_reset(workdir):
     """`l7fastctl log-level LEVEL` wins over daemon.log_level (and over
     --log-level) until `l7fastctl log-level reset` or a restart; a reload

@@ -197,6 +197,11 @@ def test_drain_takes_an_endpoint_out_of_both_planes_and_undrain_brings_it_back(e
         got = send(env, hw, "/rr/x", 100, local=local)
         assert got == [(200, "b")] * 100
     assert a.taken() == 0 and b.taken() == 200
+    # a reload keeps the drain (the address is still in the policy)
+    assert "last reload failed" not in env.daemon.reload()
+    assert endpoint_health(env, a.address())["state"] == "drained"
+    assert send(env, hw, "/rr/z", 20) == [(200, "b")] * 20
+    assert a.taken() == 0
 
     rc, out, err = env.ctl("undrain", a.address())
     assert (rc, out.strip()) == (0, f"{a.address()}: undrained; state up"), err

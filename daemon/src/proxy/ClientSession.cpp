@@ -75,32 +75,6 @@ std::chrono::milliseconds ExchangeTimeout::next() const
     return std::max(left, std::chrono::milliseconds(1));
 }
 
-void Deadline::arm(std::chrono::milliseconds d, std::vector<tcp::socket*> socks)
-{
-    disarm();
-    state_ = std::make_shared<State>();
-    state_->socks = std::move(socks);
-    auto st = state_;
-    timer_.expires_after(d);
-    timer_.async_wait([st](error_code ec) {
-        if (ec || st->disarmed)
-            return;
-        st->fired = true;
-        for (auto* s : st->socks) {
-            error_code ig;
-            s->cancel(ig);
-        }
-    });
-}
-
-void Deadline::disarm()
-{
-    if (!state_)
-        return;
-    state_->disarmed = true;
-    timer_.cancel();
-}
-
 ClientSession::ClientSession(ProxyServer& server, tcp::socket sock, const l7_conn_key& key,
                              const policy::SocketAddress& listener, SessionConn conn)
     : server_(server), sock_(std::move(sock)), key_(key), listener_(listener), conn_(conn)

@@ -13,6 +13,7 @@
 #include "dataplane/Dataplane.hpp"
 #include "policy/Policy.hpp"
 #include "policy/Responses.hpp"
+#include "proxy/Deadline.hpp"
 #include "proxy/Http.hpp"
 #include "proxy/UpstreamPool.hpp"
 
@@ -20,25 +21,6 @@ namespace l7fast::proxy {
 
 class ProxyServer;
 struct PolicyRuntime;
-
-// Cancels socket operations when a time limit passes. The handler may run
-// after its owner is gone, so it only touches shared state.
-class Deadline {
-public:
-    explicit Deadline(asio::io_context& io) : timer_(io) {}
-    ~Deadline() { disarm(); }
-    void arm(std::chrono::milliseconds d, std::vector<tcp::socket*> socks);
-    void disarm();
-    bool fired() const { return state_ && state_->fired; }
-
-private:
-    struct State {
-        bool fired = false, disarmed = false;
-        std::vector<tcp::socket*> socks;
-    };
-    asio::steady_timer timer_;
-    std::shared_ptr<State> state_;
-};
 
 // How long the slow path waits on an upstream exchange: a request it
 // forwards has one deadline for the whole exchange (the route's timeout_ms

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "common/Log.hpp"
+#include "proxy/Deadline.hpp"
 #include "proxy/ProxyServer.hpp"
 #include "proxy/UpstreamPool.hpp"
 
@@ -404,23 +405,8 @@ awaitable<std::string> UpstreamHealth::probe(std::shared_ptr<Checker> c, int& st
 {
     status = 0;
     tcp::socket sock(io_);
-    // The deadline's handler may run after this frame is gone: it only
-    // touches shared state.
-    struct Guard {
-        bool done = false, timed_out = false;
-        tcp::socket* sock = nullptr;
-    };
-    auto guard = std::make_shared<Guard>();
-    guard->sock = &sock;
-    asio::steady_timer deadline(io_);
-    deadline.expires_after(c->settings.timeout);
-    deadline.async_wait([guard](error_code e) {
-        if (!e && !guard->done) {
-            guard->timed_out = true;
-            error_code ig;
-            guard->sock->cancel(ig);
-        }
-    });
+    Deadline deadline(io_);
+    deadline.arm(c->settings.timeout, {&sock});
     c->socket = &sock;
     error_code ec;
     std::string what;
@@ -439,12 +425,11 @@ awaitable<std::string> UpstreamHealth::probe(std::shared_ptr<Checker> c, int& st
             head.append(buf, n);
         }
     }
-    guard->done = true;
-    deadline.cancel();
+    deadline.disarm();
     c->socket = nullptr;
     error_code ig;
     sock.close(ig);
-    if (guard->timed_out)
+    if (deadline.fired())
         co_return "no status line within " + ms_text(c->settings.timeout);
     if (!what.empty())
         co_return what;

@@ -15,6 +15,7 @@
 #include "common/Clock.hpp"
 #include "common/FdStore.hpp"
 #include "common/Log.hpp"
+#include "proxy/Deadline.hpp"
 #include "dataplane/Dataplane.hpp"
 #include "proxy/ProxyServer.hpp"
 
@@ -426,27 +427,11 @@ void UpstreamPool::mark_idle(uint32_t id)
 awaitable<void> UpstreamPool::connect_socket(tcp::socket& sock, const tcp::endpoint& ep,
                                              error_code& ec)
 {
-    // The timer's handler may run after this frame is gone (it can already be
-    // queued when connect completes), so it only touches shared state.
-    struct Guard {
-        bool done = false, timed_out = false;
-        tcp::socket* sock = nullptr;
-    };
-    auto guard = std::make_shared<Guard>();
-    guard->sock = &sock;
-    asio::steady_timer timer(io_);
-    timer.expires_after(connect_timeout_);
-    timer.async_wait([guard](error_code e) {
-        if (!e && !guard->done) {
-            guard->timed_out = true;
-            error_code ig;
-            guard->sock->cancel(ig);
-        }
-    });
+    Deadline deadline(io_);
+    deadline.arm(connect_timeout_, {&sock});
     co_await sock.async_connect(ep, asio::redirect_error(use_awaitable, ec));
-    guard->done = true;
-    timer.cancel();
-    if (guard->timed_out)
+    deadline.disarm();
+    if (deadline.fired())
         ec = errc::make_error_code(errc::timed_out);
     if (!ec)
         sock.set_option(tcp::no_delay(true), ec);

@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,7 +23,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts" / "pylib"))
-from l7fast_host import cgroup2_root, ensure_bpffs  # noqa: E402,F401
+from l7fast_host import cgroup2_root, ensure_bpffs, free_port  # noqa: E402,F401
 
 BUILD = Path(os.environ.get("L7FAST_BUILD", ROOT / "build")).resolve()  # tests chdir
 L7FASTD = BUILD / "daemon" / "l7fastd"
@@ -65,12 +64,6 @@ def require_environment():
         pytest.skip(reason)
     for tool in ("busctl", "setpriv", "unshare"):
         assert shutil.which(tool), f"{tool} missing (systemd, util-linux)"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class PrivateBus:

@@ -4,8 +4,11 @@ way everywhere: the cgroup v2 hierarchy and a BPF filesystem at /sys/fs/bpf.
 systemd mounts bpffs at boot; a machine without systemd as PID 1 (a
 container, a VM booted straight into a shell, CI) may have none, and the
 data plane pins its maps there, so the suite mounts it itself, as root,
-when nothing is mounted at /sys/fs/bpf."""
+when nothing is mounted at /sys/fs/bpf. Also: ports for the listeners they
+start (free_port)."""
 import os
+import random
+import socket
 import subprocess
 from pathlib import Path
 
@@ -45,3 +48,41 @@ def ensure_bpffs(path=BPFFS):
     if r.returncode != 0 or not bpffs_mounted(path):
         return f"cannot mount a BPF filesystem at {path}: {r.stderr.strip() or 'mount failed'}"
     return None
+
+
+def _ephemeral_range():
+    try:
+        lo, hi = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(lo), int(hi)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+_issued_ports = set()
+
+
+def free_port(host="127.0.0.1"):
+    """A port nothing listens on at `host`, for a listener a test or the
+    benchmark starts a moment later, chosen outside the kernel's ephemeral
+    range (net.ipv4.ip_local_port_range). A port the kernel picked for
+    bind(0) is one it also gives to outgoing connections: between the pick
+    and the listener's bind, one of the thousands of pooled upstream
+    connections the suite opens can take it, and the listener then fails
+    with EADDRINUSE. Random within the range, never the same twice in one
+    process, checked by binding it."""
+    lo, hi = _ephemeral_range()
+    ranges = [r for r in ((10000, lo - 1), (hi + 1, 65535)) if r[1] - r[0] >= 1000]
+    fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+    for _ in range(1000):
+        first, last = random.choice(ranges) if ranges else (1024, 65535)
+        port = random.randint(first, last)
+        if port in _issued_ports:
+            continue
+        with socket.socket(fam, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((host, port))
+            except OSError:
+                continue
+        _issued_ports.add(port)
+        return port
+    raise RuntimeError(f"no free port outside the ephemeral range {lo}-{hi} at {host}")

@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT / "scripts" / "pylib"))
 from l7fast_abi import SLOT_STATES, SYNC_FLAGS, counter_name  # noqa: E402
 L7_SYNC_CLOSING = SYNC_FLAGS["CLOSING"]
 import l7fast_pools  # noqa: E402
-from l7fast_host import cgroup2_root, ensure_bpffs  # noqa: E402,F401
+from l7fast_host import cgroup2_root, ensure_bpffs, free_port  # noqa: E402,F401
 
 
 def skip_reason():
@@ -66,13 +66,6 @@ LIVENESS = 30.0
 # the verifier's work, which two busy loops on two shared CPUs stretched
 # past 30 s. Only a hang takes two minutes.
 STARTUP = 120.0
-
-
-def free_port(host="127.0.0.1"):
-    fam = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(fam, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 
 def wait_until(cond, timeout=LIVENESS, interval=0.05):

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "pylib"))
-from l7fast_host import BPFFS, cgroup2_root, ensure_bpffs  # noqa: E402
+from l7fast_host import BPFFS, cgroup2_root, ensure_bpffs, free_port  # noqa: E402,F401
 
 PREFIX = "l7fast-bench"
 PF_KTHREAD = 0x00200000
@@ -42,12 +42,6 @@ def nofile_limit(want=65536):
         nr_open = want
     n = min(max(want, soft), nr_open)
     return n, hard if hard == resource.RLIM_INFINITY or hard >= n else n
-
-
-def free_port(host="127.0.0.1"):
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 
 def wait_port(port, host="127.0.0.1", timeout=10.0, proc=None):

@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <deque>
@@ -98,37 +99,116 @@ void update_or_throw(int fd, const void* key, const void* val, const char* what)
 }  // namespace
 
 template <class T>
-MappedArray<T>::MappedArray(int map_fd, uint32_t entries, const char* what)
+MappedArray<T>::MappedArray(int map_fd, uint32_t entries, const char* what) : what_(what)
 {
     // the kernel lays array values out 8-byte aligned: T must be too
     static_assert(sizeof(T) % 8 == 0, "an mmapped array's value is a multiple of 8 bytes");
     len_ = (entries * sizeof(T) + 4095) & ~size_t(4095);
-    void* p = ::mmap(nullptr, len_, PROT_READ | PROT_WRITE, MAP_SHARED, map_fd, 0);
-    if (p == MAP_FAILED)
+    fd_ = ::fcntl(map_fd, F_DUPFD_CLOEXEC, 3);
+    if (fd_ < 0)
         throw DataplaneError(std::string("mapping ") + what + ": " + errstr(errno));
+    // the address range only: no access, nothing resident, no commit charge
+    void* p = ::mmap(nullptr, len_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+        int err = errno;
+        ::close(fd_);
+        fd_ = -1;
+        throw DataplaneError(std::string("mapping ") + what + ": " + errstr(err));
+    }
     base_ = static_cast<T*>(p);
     entries_ = entries;
+    window_.assign((len_ + kWindowBytes - 1) / kWindowBytes, 0);
+    // the first window now: a map the kernel refuses to mmap fails here, at
+    // start, not on first use
+    if (int err = entries ? map_window(0) : 0) {
+        reset();
+        throw DataplaneError(std::string("mapping ") + what + ": " + errstr(err));
+    }
+}
+
+template <class T>
+int MappedArray<T>::map_window(size_t w) const
+{
+    const size_t start = w * kWindowBytes;
+    const size_t n = std::min(kWindowBytes, len_ - start);
+    void* p = ::mmap(reinterpret_cast<char*>(base_) + start, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+                     fd_, static_cast<off_t>(start));
+    if (p == MAP_FAILED) {
+        window_[w] = 2;
+        return errno;
+    }
+    window_[w] = 1;
+    return 0;
+}
+
+template <class T>
+T* MappedArray<T>::at(uint32_t i) const
+{
+    if (i >= entries_)
+        return nullptr;
+    // an entry can straddle two windows: both are mapped (adjacent in the
+    // reserved range, so the entry is contiguous)
+    const size_t off = size_t(i) * sizeof(T);
+    for (size_t w = off / kWindowBytes; w <= (off + sizeof(T) - 1) / kWindowBytes; w++) {
+        if (window_[w] == 1)
+            continue;
+        if (window_[w] == 2)
+            return nullptr;
+        if (int err = map_window(w)) {
+            log::error("cannot map bytes ", w * kWindowBytes, "+", kWindowBytes, " of ", what_, ": ", errstr(err),
+                       "; the connections or pooled upstreams whose entries are there cannot use the kernel path; "
+                       "restart l7fastd");
+            return nullptr;
+        }
+    }
+    return base_ + i;
+}
+
+template <class T>
+size_t MappedArray<T>::windows_mapped() const
+{
+    size_t n = 0;
+    for (uint8_t w : window_)
+        n += w == 1;
+    return n;
+}
+
+template <class T>
+void MappedArray<T>::reset() noexcept
+{
+    if (base_)
+        ::munmap(base_, len_);
+    if (fd_ >= 0)
+        ::close(fd_);
+    base_ = nullptr;
+    entries_ = 0;
+    len_ = 0;
+    fd_ = -1;
+    window_.clear();
 }
 
 template <class T>
 MappedArray<T>::~MappedArray()
 {
-    if (base_)
-        ::munmap(base_, len_);
+    reset();
 }
 
 template <class T>
 MappedArray<T>& MappedArray<T>::operator=(MappedArray&& o) noexcept
 {
     if (this != &o) {
-        if (base_)
-            ::munmap(base_, len_);
+        reset();
         base_ = o.base_;
         entries_ = o.entries_;
         len_ = o.len_;
+        fd_ = o.fd_;
+        what_ = o.what_;
+        window_ = std::move(o.window_);
         o.base_ = nullptr;
         o.entries_ = 0;
         o.len_ = 0;
+        o.fd_ = -1;
+        o.window_.clear();
     }
     return *this;
 }

@@ -50,12 +50,19 @@ struct DataplaneOptions {
     bool adopt = false;
 };
 
-// A BPF_F_MMAPABLE array map, mapped for the daemon's life. The whole
-// mapping counts in the daemon's RSS from the start, so only small maps are
-// mapped (l7_slot_state 256 KiB, l7_conn_sync 2 MiB, l7_pools 44 KiB).
+// A BPF_F_MMAPABLE array map (l7_slot_state 256 KiB, l7_pools 512 KiB,
+// l7_conn_sync 2 MiB), shared with the kernel for the daemon's life. The
+// kernel maps every page of a BPF mmap at once (remap_vmalloc_range), so a
+// single mapping would put all of it in the daemon's RSS from the start:
+// the range is reserved without access and mapped in windows of
+// kWindowBytes as entries in them are first used. A pointer at() returned
+// stays valid until the array is destroyed. Single-threaded, like the
+// daemon's event loop.
 template <class T>
 class MappedArray {
 public:
+    static constexpr size_t kWindowBytes = 16384;
+
     MappedArray() = default;
     MappedArray(int map_fd, uint32_t entries, const char* what);
     ~MappedArray();
@@ -63,13 +70,23 @@ public:
     MappedArray& operator=(MappedArray&& o) noexcept;
     MappedArray(const MappedArray&) = delete;
     MappedArray& operator=(const MappedArray&) = delete;
-    T* at(uint32_t i) const { return i < entries_ ? base_ + i : nullptr; }
+    // Entry i, its window mapped if it was not; null when i is out of
+    // range or the window cannot be mapped (logged once per window).
+    T* at(uint32_t i) const;
     uint32_t size() const { return entries_; }
+    // Windows mapped now (tests)
+    size_t windows_mapped() const;
 
 private:
+    int map_window(size_t w) const;  // 0 or errno
+    void reset() noexcept;
+
     T* base_ = nullptr;
     uint32_t entries_ = 0;
     size_t len_ = 0;
+    int fd_ = -1;  // a duplicate of the map's fd: windows are mapped from it
+    const char* what_ = "";
+    mutable std::vector<uint8_t> window_;  // per window: 0 unmapped, 1 mapped, 2 failed
 };
 
 class Dataplane {

@@ -137,6 +137,43 @@ void ClientSession::finish()
     server_.session_ended(key_);
 }
 
+// The keep-alive wait for a request's first byte: 0 when it is there, -1
+// when the connection has been idle for `idle`, -2 when the wait failed.
+// A client whose requests the kernel path serves sends the daemon nothing,
+// so idle counts from the later of this wait's start and the kernel's last
+// response to the client (l7_conn_sync.k_done_ns), and not at all while a
+// kernel response is in flight (k_busy): a busy kernel-path connection is
+// never closed as idle.
+awaitable<int> ClientSession::wait_first_byte(std::chrono::milliseconds idle)
+{
+    Deadline deadline(server_.io());
+    const uint64_t limit = static_cast<uint64_t>(std::chrono::nanoseconds(idle).count());
+    uint64_t since = monotonic_ns();
+    uint64_t left = limit;
+    for (;;) {
+        deadline.arm(std::chrono::ceil<std::chrono::milliseconds>(std::chrono::nanoseconds(left)), {&sock_});
+        error_code ec;
+        co_await sock_.async_wait(tcp::socket::wait_read, asio::redirect_error(use_awaitable, ec));
+        if (!deadline.fired()) {
+            if (!ec)
+                co_return 0;
+            log::debug(dataplane::to_string(key_), ": client wait: ", ec.message());
+            co_return -2;
+        }
+        const uint64_t now = monotonic_ns();
+        if (sync_) {
+            if (std::atomic_ref<__u32>(sync_->k_busy).load(std::memory_order_acquire))
+                since = now;
+            else
+                since = std::max<uint64_t>(since, std::atomic_ref<__u64>(sync_->k_done_ns).load());
+        }
+        since = std::min(since, now);  // a response completed since `now` was read
+        if (now - since >= limit)
+            co_return -1;
+        left = limit - (now - since);
+    }
+}
+
 awaitable<int> ClientSession::read_request_head(l7_msg& m)
 {
     const auto& d = server_.runtime()->policy().daemon;
@@ -151,34 +188,25 @@ awaitable<int> ClientSession::read_request_head(l7_msg& m)
             if (st != L7_P_MORE)
                 co_return st;
         }
-        // idle keep-alive wait for the first byte, then the head timeout
-        if (in_len_ == 0 && first) {
-            deadline.arm(d.idle_timeout, {&sock_});
-        } else {
-            auto now = std::chrono::steady_clock::now();
-            if (!head_until)
-                head_until = now + d.header_timeout;
-            auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*head_until - now);
-            deadline.arm(std::max(left, std::chrono::milliseconds(1)), {&sock_});
-        }
-        first = false;
         error_code ec;
-        if (in_len_ == 0) {
+        if (in_len_ == 0 && first) {
             // No buffer while nothing is pending: a client whose requests
             // the kernel takes never sends the daemon a byte, and a
             // session's 16 KiB would otherwise be most of l7fastd's memory
             // under load.
             std::vector<char>().swap(in_);
-            co_await sock_.async_wait(tcp::socket::wait_read, asio::redirect_error(use_awaitable, ec));
-            if (deadline.fired()) {
+            if (int w = co_await wait_first_byte(d.idle_timeout); w < 0) {
                 m.status = 0;
-                co_return -1;
-            }
-            if (ec) {
-                log::debug(dataplane::to_string(key_), ": client wait: ", ec.message());
-                co_return -2;
+                co_return w;
             }
         }
+        // the head timeout from its first byte on
+        first = false;
+        auto now = std::chrono::steady_clock::now();
+        if (!head_until)
+            head_until = now + d.header_timeout;
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*head_until - now);
+        deadline.arm(std::max(left, std::chrono::milliseconds(1)), {&sock_});
         // a small first read (most heads fit; a close reads nothing), then
         // whole chunks
         const size_t room = in_.empty() ? kFirstRead : kReadChunk;

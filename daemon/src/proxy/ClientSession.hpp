@@ -74,6 +74,7 @@ private:
 
     // `self` keeps the session alive from the moment the coroutine is
     // created: it may not run before the caller's references are gone.
+    awaitable<void> serve(std::shared_ptr<ClientSession> self);
     awaitable<void> run(std::shared_ptr<ClientSession> self);
     awaitable<int> wait_first_byte(std::chrono::milliseconds idle);
     awaitable<int> read_request_head(l7_msg& m);

@@ -79,13 +79,25 @@ ClientSession::ClientSession(ProxyServer& server, tcp::socket sock, const l7_con
                              const policy::SocketAddress& listener, SessionConn conn)
     : server_(server), sock_(std::move(sock)), key_(key), listener_(listener), conn_(conn)
 {
-    if (conn_.ref.valid() && server_.dataplane())
-        sync_ = server_.dataplane()->conn_sync(conn_.ref);
-    if (sync_) {
-        // what the previous daemon published (zero for a new connection)
+    // what the previous daemon published (a new connection starts at zero)
+    if (conn_.adopted && sync()) {
         consumed_ = answered_consumed_ = std::atomic_ref<__u32>(sync_->u_consumed).load();
         written_ = std::atomic_ref<__u32>(sync_->u_bytes).load();
     }
+}
+
+// Looked up on first use: the entry's page of the mmapped l7_conn_sync
+// joins l7fastd's RSS only then, and a local client whose requests the
+// kernel path serves may never need it (local clients' entries are spread
+// over 1 MiB of the array).
+l7_conn_sync* ClientSession::sync()
+{
+    if (!sync_looked_up_) {
+        sync_looked_up_ = true;
+        if (conn_.ref.valid() && server_.dataplane())
+            sync_ = server_.dataplane()->conn_sync(conn_.ref);
+    }
+    return sync_;
 }
 
 void ClientSession::start()
@@ -120,19 +132,19 @@ void ClientSession::publish(size_t final_bytes, bool answers_request)
 {
     if (answers_request)
         answered_consumed_ = consumed_;
-    if (!sync_)
+    if (!sync())
         return;
     // u_bytes before u_consumed: the kernel reads them the other way
     // round, so it never pairs a new u_consumed with an old u_bytes
-    std::atomic_ref<__u32>(sync_->u_bytes).store(written_ + static_cast<uint32_t>(final_bytes),
+    std::atomic_ref<__u32>(sync()->u_bytes).store(written_ + static_cast<uint32_t>(final_bytes),
                                                std::memory_order_release);
-    std::atomic_ref<__u32>(sync_->u_consumed).store(answered_consumed_, std::memory_order_release);
+    std::atomic_ref<__u32>(sync()->u_consumed).store(answered_consumed_, std::memory_order_release);
 }
 
 void ClientSession::kernel_done()
 {
-    if (sync_)
-        std::atomic_ref<__u32>(sync_->k_busy).store(0, std::memory_order_release);
+    if (sync())
+        std::atomic_ref<__u32>(sync()->k_busy).store(0, std::memory_order_release);
 }
 
 void ClientSession::finish()
@@ -146,6 +158,7 @@ void ClientSession::finish()
     if (conn_.ref.valid() && server_.dataplane())
         server_.dataplane()->conn_free(conn_.ref, key_, conn_.remote ? sock_.native_handle() : -1);
     sync_ = nullptr;
+    sync_looked_up_ = true;
     error_code ig;
     sock_.shutdown(tcp::socket::shutdown_send, ig);
     sock_.close(ig);
@@ -176,11 +189,11 @@ awaitable<int> ClientSession::wait_first_byte(std::chrono::milliseconds idle)
             co_return -2;
         }
         const uint64_t now = monotonic_ns();
-        if (sync_) {
-            if (std::atomic_ref<__u32>(sync_->k_busy).load(std::memory_order_acquire))
+        if (sync()) {
+            if (std::atomic_ref<__u32>(sync()->k_busy).load(std::memory_order_acquire))
                 since = now;
             else
-                since = std::max<uint64_t>(since, std::atomic_ref<__u64>(sync_->k_done_ns).load());
+                since = std::max<uint64_t>(since, std::atomic_ref<__u64>(sync()->k_done_ns).load());
         }
         since = std::min(since, now);  // a response completed since `now` was read
         if (now - since >= limit)
@@ -249,12 +262,12 @@ awaitable<int> ClientSession::read_request_head(l7_msg& m)
 // once the data plane has no request of this connection in flight.
 awaitable<bool> ClientSession::wait_kernel_idle()
 {
-    if (!sync_)
+    if (!sync())
         co_return true;
     auto limit = std::chrono::steady_clock::now() + server_.runtime()->policy().daemon.request_timeout;
     asio::steady_timer t(server_.io());
     for (;;) {
-        if (!sync_ || std::atomic_ref<__u32>(sync_->k_busy).load(std::memory_order_acquire) == 0)
+        if (!sync() || std::atomic_ref<__u32>(sync()->k_busy).load(std::memory_order_acquire) == 0)
             co_return true;
         if (std::chrono::steady_clock::now() > limit || closing_)
             co_return false;
@@ -276,9 +289,9 @@ awaitable<bool> ClientSession::wait_kernel_idle()
 //    the FIN waits until kHalfCloseLinger after the last kernel response.
 awaitable<void> ClientSession::drain_kernel_before_close()
 {
-    if (!sync_)
+    if (!sync())
         co_return;
-    std::atomic_ref<__u32> flags(sync_->flags);
+    std::atomic_ref<__u32> flags(sync()->flags);
     flags.fetch_or(L7_SYNC_CLOSING, std::memory_order_seq_cst);
     co_await wait_kernel_idle();
     asio::steady_timer t(server_.io());
@@ -288,7 +301,7 @@ awaitable<void> ClientSession::drain_kernel_before_close()
         auto c = dp ? dp->conn(conn_.ref) : std::nullopt;
         const uint64_t want = written_ + (c ? c->k_bytes : 0);
         for (auto until = std::chrono::steady_clock::now() + kKernelQueueWait;
-             sync_ && tcp_bytes_queued(sock_.native_handle()).value_or(want) < want &&
+             sync() && tcp_bytes_queued(sock_.native_handle()).value_or(want) < want &&
              std::chrono::steady_clock::now() < until;) {
             t.expires_after(kKernelPoll);
             co_await t.async_wait(asio::redirect_error(use_awaitable, ec));
@@ -297,7 +310,7 @@ awaitable<void> ClientSession::drain_kernel_before_close()
     }
     if (!(flags.load() & L7_SYNC_HALF_CLOSED))
         co_return;  // closed for good: it reads nothing any more
-    const uint64_t done = std::atomic_ref<__u64>(sync_->k_done_ns).load();
+    const uint64_t done = std::atomic_ref<__u64>(sync()->k_done_ns).load();
     const uint64_t now = monotonic_ns();
     const uint64_t linger = std::chrono::nanoseconds(kHalfCloseLinger).count();
     if (done && now - done < linger) {

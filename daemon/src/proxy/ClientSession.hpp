@@ -45,6 +45,7 @@ struct ExchangeTimeout {
 struct SessionConn {
     dataplane::ConnRef ref;
     bool remote = false;  // the daemon's socket is the data plane's (SK_SKB)
+    bool adopted = false; // from a previous l7fastd (restart): it published counts
 };
 
 class ClientSession : public std::enable_shared_from_this<ClientSession> {
@@ -126,7 +127,9 @@ private:
     l7_conn_key key_;
     policy::SocketAddress listener_;
     SessionConn conn_;
-    l7_conn_sync* sync_ = nullptr;  // shared with the kernel; null when untracked
+    l7_conn_sync* sync();           // shared with the kernel; null when untracked
+    l7_conn_sync* sync_ = nullptr;  // sync()'s, once looked up
+    bool sync_looked_up_ = false;
     std::vector<char> in_;          // bytes read from the client, not yet used
     size_t in_len_ = 0;
     // Counted modulo 2^32, as the kernel compares them: bytes of the request

@@ -260,6 +260,9 @@ private:
         dataplane::ConnRef conn;
     };
     std::map<l7_conn_key, Session, ConnKeyLess> sessions_;
+    // most sessions open at once since the heap was last trimmed (tick())
+    size_t sessions_peak_ = 0;
+    static constexpr size_t kTrimAfterSessions = 64;
     std::map<uint32_t, l7_conn_key> by_conn_;  // data-plane entry -> session key
     std::map<uint32_t, size_t> clients_;       // open sessions by listener id
     uint64_t ticks_ = 0;

@@ -143,6 +143,7 @@ void ClientSession::publish(size_t final_bytes, bool answers_request)
 
 void ClientSession::kernel_done()
 {
+    kernel_done_ns_ = monotonic_ns();
     if (sync())
         std::atomic_ref<__u32>(sync()->k_busy).store(0, std::memory_order_release);
 }
@@ -169,9 +170,9 @@ void ClientSession::finish()
 // when the connection has been idle for `idle`, -2 when the wait failed.
 // A client whose requests the kernel path serves sends the daemon nothing,
 // so idle counts from the later of this wait's start and the kernel's last
-// response to the client (l7_conn_sync.k_done_ns), and not at all while a
-// kernel response is in flight (k_busy): a busy kernel-path connection is
-// never closed as idle.
+// response to the client (l7_conn_sync.k_done_ns, or kernel_done() for one
+// the daemon relayed), and not at all while a kernel response is in flight
+// (k_busy): a busy kernel-path connection is never closed as idle.
 awaitable<int> ClientSession::wait_first_byte(std::chrono::milliseconds idle)
 {
     Deadline deadline(server_.io());
@@ -189,6 +190,7 @@ awaitable<int> ClientSession::wait_first_byte(std::chrono::milliseconds idle)
             co_return -2;
         }
         const uint64_t now = monotonic_ns();
+        since = std::max(since, kernel_done_ns_);  // a kernel response the daemon relayed
         if (sync()) {
             if (std::atomic_ref<__u32>(sync()->k_busy).load(std::memory_order_acquire))
                 since = now;

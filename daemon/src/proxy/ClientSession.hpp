@@ -130,6 +130,7 @@ private:
     l7_conn_sync* sync();           // shared with the kernel; null when untracked
     l7_conn_sync* sync_ = nullptr;  // sync()'s, once looked up
     bool sync_looked_up_ = false;
+    uint64_t kernel_done_ns_ = 0;   // CLOCK_MONOTONIC: the last kernel exchange the daemon ended
     std::vector<char> in_;          // bytes read from the client, not yet used
     size_t in_len_ = 0;
     // Counted modulo 2^32, as the kernel compares them: bytes of the request

@@ -50,7 +50,7 @@ struct DataplaneOptions {
     bool adopt = false;
 };
 
-// A BPF_F_MMAPABLE array map (l7_slot_state 256 KiB, l7_pools 512 KiB,
+// A BPF_F_MMAPABLE array map (l7_slot_state 256 KiB, l7_pools 46 KiB,
 // l7_conn_sync 2 MiB), shared with the kernel for the daemon's life. The
 // kernel maps every page of a BPF mmap at once (remap_vmalloc_range), so a
 // single mapping would put all of it in the daemon's RSS from the start:

@@ -80,24 +80,22 @@ ClientSession::ClientSession(ProxyServer& server, tcp::socket sock, const l7_con
     : server_(server), sock_(std::move(sock)), key_(key), listener_(listener), conn_(conn)
 {
     // what the previous daemon published (a new connection starts at zero)
-    if (conn_.adopted && sync()) {
-        consumed_ = answered_consumed_ = std::atomic_ref<__u32>(sync_->u_consumed).load();
-        written_ = std::atomic_ref<__u32>(sync_->u_bytes).load();
+    if (l7_conn_sync* sy = conn_.adopted ? sync() : nullptr) {
+        consumed_ = answered_consumed_ = std::atomic_ref<__u32>(sy->u_consumed).load();
+        written_ = std::atomic_ref<__u32>(sy->u_bytes).load();
     }
 }
 
-// Looked up on first use: the entry's page of the mmapped l7_conn_sync
-// joins l7fastd's RSS only then, and a local client whose requests the
-// kernel path serves may never need it (local clients' entries are spread
-// over 1 MiB of the array).
-l7_conn_sync* ClientSession::sync()
+// Looked up at each use, never at accept: the entry's page of the mmapped
+// l7_conn_sync joins l7fastd's RSS only when it is first used, and a local
+// client whose requests the kernel path serves may never need it (local
+// clients' entries are spread over 1 MiB of the array). Null once the
+// session has let go of the entry (finish()).
+l7_conn_sync* ClientSession::sync() const
 {
-    if (!sync_looked_up_) {
-        sync_looked_up_ = true;
-        if (conn_.ref.valid() && server_.dataplane())
-            sync_ = server_.dataplane()->conn_sync(conn_.ref);
-    }
-    return sync_;
+    if (finished_ || !conn_.ref.valid() || !server_.dataplane())
+        return nullptr;
+    return server_.dataplane()->conn_sync(conn_.ref);
 }
 
 void ClientSession::start()
@@ -132,20 +130,21 @@ void ClientSession::publish(size_t final_bytes, bool answers_request)
 {
     if (answers_request)
         answered_consumed_ = consumed_;
-    if (!sync())
+    l7_conn_sync* sy = sync();
+    if (!sy)
         return;
     // u_bytes before u_consumed: the kernel reads them the other way
     // round, so it never pairs a new u_consumed with an old u_bytes
-    std::atomic_ref<__u32>(sync()->u_bytes).store(written_ + static_cast<uint32_t>(final_bytes),
-                                               std::memory_order_release);
-    std::atomic_ref<__u32>(sync()->u_consumed).store(answered_consumed_, std::memory_order_release);
+    std::atomic_ref<__u32>(sy->u_bytes).store(written_ + static_cast<uint32_t>(final_bytes),
+                                            std::memory_order_release);
+    std::atomic_ref<__u32>(sy->u_consumed).store(answered_consumed_, std::memory_order_release);
 }
 
 void ClientSession::kernel_done()
 {
     kernel_done_ns_ = monotonic_ns();
-    if (sync())
-        std::atomic_ref<__u32>(sync()->k_busy).store(0, std::memory_order_release);
+    if (l7_conn_sync* sy = sync())
+        std::atomic_ref<__u32>(sy->k_busy).store(0, std::memory_order_release);
 }
 
 void ClientSession::finish()
@@ -158,8 +157,6 @@ void ClientSession::finish()
     // its cookie) still exists
     if (conn_.ref.valid() && server_.dataplane())
         server_.dataplane()->conn_free(conn_.ref, key_, conn_.remote ? sock_.native_handle() : -1);
-    sync_ = nullptr;
-    sync_looked_up_ = true;
     error_code ig;
     sock_.shutdown(tcp::socket::shutdown_send, ig);
     sock_.close(ig);
@@ -191,11 +188,11 @@ awaitable<int> ClientSession::wait_first_byte(std::chrono::milliseconds idle)
         }
         const uint64_t now = monotonic_ns();
         since = std::max(since, kernel_done_ns_);  // a kernel response the daemon relayed
-        if (sync()) {
-            if (std::atomic_ref<__u32>(sync()->k_busy).load(std::memory_order_acquire))
+        if (l7_conn_sync* sy = sync()) {
+            if (std::atomic_ref<__u32>(sy->k_busy).load(std::memory_order_acquire))
                 since = now;
             else
-                since = std::max<uint64_t>(since, std::atomic_ref<__u64>(sync()->k_done_ns).load());
+                since = std::max<uint64_t>(since, std::atomic_ref<__u64>(sy->k_done_ns).load());
         }
         since = std::min(since, now);  // a response completed since `now` was read
         if (now - since >= limit)
@@ -269,7 +266,8 @@ awaitable<bool> ClientSession::wait_kernel_idle()
     auto limit = std::chrono::steady_clock::now() + server_.runtime()->policy().daemon.request_timeout;
     asio::steady_timer t(server_.io());
     for (;;) {
-        if (!sync() || std::atomic_ref<__u32>(sync()->k_busy).load(std::memory_order_acquire) == 0)
+        l7_conn_sync* sy = sync();
+        if (!sy || std::atomic_ref<__u32>(sy->k_busy).load(std::memory_order_acquire) == 0)
             co_return true;
         if (std::chrono::steady_clock::now() > limit || closing_)
             co_return false;
@@ -291,9 +289,10 @@ awaitable<bool> ClientSession::wait_kernel_idle()
 //    the FIN waits until kHalfCloseLinger after the last kernel response.
 awaitable<void> ClientSession::drain_kernel_before_close()
 {
-    if (!sync())
+    l7_conn_sync* sy = sync();
+    if (!sy)
         co_return;
-    std::atomic_ref<__u32> flags(sync()->flags);
+    std::atomic_ref<__u32> flags(sy->flags);
     flags.fetch_or(L7_SYNC_CLOSING, std::memory_order_seq_cst);
     co_await wait_kernel_idle();
     asio::steady_timer t(server_.io());
@@ -312,7 +311,7 @@ awaitable<void> ClientSession::drain_kernel_before_close()
     }
     if (!(flags.load() & L7_SYNC_HALF_CLOSED))
         co_return;  // closed for good: it reads nothing any more
-    const uint64_t done = std::atomic_ref<__u64>(sync()->k_done_ns).load();
+    const uint64_t done = std::atomic_ref<__u64>(sy->k_done_ns).load();
     const uint64_t now = monotonic_ns();
     const uint64_t linger = std::chrono::nanoseconds(kHalfCloseLinger).count();
     if (done && now - done < linger) {

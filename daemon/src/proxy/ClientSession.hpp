@@ -127,9 +127,7 @@ private:
     l7_conn_key key_;
     policy::SocketAddress listener_;
     SessionConn conn_;
-    l7_conn_sync* sync();           // shared with the kernel; null when untracked
-    l7_conn_sync* sync_ = nullptr;  // sync()'s, once looked up
-    bool sync_looked_up_ = false;
+    l7_conn_sync* sync() const;     // shared with the kernel; null when untracked
     uint64_t kernel_done_ns_ = 0;   // CLOCK_MONOTONIC: the last kernel exchange the daemon ended
     std::vector<char> in_;          // bytes read from the client, not yet used
     size_t in_len_ = 0;

@@ -106,7 +106,9 @@ static __always_inline struct l7_conn *l7_conn_of(const struct l7_sk_ref *r,
  * one: a per-CPU value is limited to 32 KiB, less than the window.
  */
 
-/* What the request programs decided; filled by l7_g_decide(). */
+#define L7_NO_POOL 0xffffffffu
+
+/* What the request programs decided; filled by l7_g_decide() (lib/decide.h). */
 struct l7_decision {
 	__u32 kind;
 	__u32 reason;
@@ -120,6 +122,8 @@ struct l7_decision {
 	__u32 close;
 	__u32 route_key;   /* gen * L7_MAX_ROUTES + route, once routed */
 	__u32 route_flags; /* enum l7_route_flags of that route */
+	__u32 pool;        /* the endpoint's pool once picked, else L7_NO_POOL */
+	__u32 pad;
 };
 
 /* Matcher state (kept in scratch, not on the 512-byte stack). */

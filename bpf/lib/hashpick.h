@@ -23,6 +23,7 @@
 #ifndef L7_LIB_HASHPICK_H
 #define L7_LIB_HASHPICK_H
 
+#include <bpf/bpf_endian.h>
 #include "l7_lb.h"
 #include "l7_xxhash.h"
 #include "conn.h"

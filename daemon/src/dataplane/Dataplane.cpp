@@ -14,6 +14,7 @@
 #include <mutex>
 
 #include "common/Log.hpp"
+#include "dataplane/MapIo.hpp"
 #include "dataplane/TestFault.hpp"
 #include "l7fast.skel.h"
 #include "policy/PolicyCompiler.hpp"
@@ -70,30 +71,6 @@ std::string libbpf_tail(size_t lines)
     for (size_t i = start; i < g_libbpf_tail.size(); i++)
         out += "\n  " + g_libbpf_tail[i];
     return out;
-}
-
-std::string errstr(int err) { return std::strerror(err < 0 ? -err : err); }
-
-// Every key of a hash map, read before the caller acts on any (deleting
-// while iterating restarts bpf_map_get_next_key from the first key).
-template <class Key>
-std::vector<Key> map_keys(int fd)
-{
-    std::vector<Key> keys;
-    Key cur{}, next{};
-    const void* prev = nullptr;
-    while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-        keys.push_back(next);
-        cur = next;
-        prev = &cur;
-    }
-    return keys;
-}
-
-void update_or_throw(int fd, const void* key, const void* val, const char* what)
-{
-    if (bpf_map_update_elem(fd, key, val, BPF_ANY) != 0)
-        throw DataplaneError(std::string("updating ") + what + ": " + errstr(errno));
 }
 
 }  // namespace
@@ -231,6 +208,7 @@ Dataplane::Dataplane(const DataplaneOptions& opts) : opts_(opts)
     if (!(opts_.adopt && why.empty() && load(true)))
         load(false);
     try {
+        tables_ = TableWriter(TableMaps::of(skel_->obj));
         attach();
         if (adopted_)
             recover_state();
@@ -352,8 +330,7 @@ void Dataplane::recover_state()
     if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.l7_config), &zero, &config_) != 0)
         throw DataplaneError("reading the adopted l7_config: " + errstr(errno));
     active_gen_ = config_.active_gen & 1;
-    for (const auto& k : map_keys<l7_match_key>(bpf_map__fd(skel_->maps.l7_match)))
-        strings_[k.gen & 1].push_back(k);
+    tables_.adopt_strings();
 }
 
 Dataplane::~Dataplane() { release(); }
@@ -506,88 +483,7 @@ uint32_t Dataplane::stage(const policy::CompiledTables& t, std::span<const uint3
 {
     const uint32_t gen = active_gen_ ^ 1;
 
-    // route sets; listener sets move from policy order to stable ids
-    int bfd = bpf_map__fd(skel_->maps.l7_bitmaps);
-    std::vector<l7_bitmap> bm(L7_BMI_PER_SPACE);
-    for (size_t i = 0; i < t.bitmaps.size() && i < bm.size(); i++)
-        if (i >= L7_MAX_LISTENERS)
-            bm[i] = t.bitmaps[i];
-    for (size_t li = 0; li < listener_ids.size() && li < L7_MAX_LISTENERS; li++)
-        bm[L7_BMI_LISTENER(listener_ids[li])] = t.bitmaps[L7_BMI_LISTENER(li)];
-    for (uint32_t i = 0; i < L7_BMI_PER_SPACE; i++) {
-        uint32_t k = L7_BMI_INDEX(gen, L7_SPACE_ROUTES, i);
-        update_or_throw(bfd, &k, &bm[i], "l7_bitmaps");
-    }
-    // RBAC rule sets: no listener sets, nothing to renumber
-    for (uint32_t i = 0; i < L7_BMI_PER_SPACE; i++) {
-        const l7_bitmap none{};
-        uint32_t k = L7_BMI_INDEX(gen, L7_SPACE_RULES, i);
-        update_or_throw(bfd, &k, i < t.rule_bitmaps.size() ? &t.rule_bitmaps[i] : &none, "l7_bitmaps");
-    }
-
-    int sfd = bpf_map__fd(skel_->maps.l7_match);
-    for (const auto& k : strings_[gen])
-        bpf_map_delete_elem(sfd, &k);
-    strings_[gen].clear();
-    for (auto [k, v] : t.strings) {
-        k.gen = static_cast<__u16>(gen);
-        if (bpf_map_update_elem(sfd, &k, &v, BPF_ANY) != 0)
-            throw DataplaneError("updating l7_match: " + errstr(errno) +
-                                 " (too many string conditions?)");
-        strings_[gen].push_back(k);
-    }
-
-    int rfd = bpf_map__fd(skel_->maps.l7_routes);
-    for (uint32_t i = 0; i < L7_MAX_ROUTES; i++) {
-        l7_route r{};
-        if (i < t.routes.size()) {
-            r = t.routes[i];
-            r.stats_id = gen * L7_MAX_ROUTES + i;
-        }
-        uint32_t k = gen * L7_MAX_ROUTES + i;
-        update_or_throw(rfd, &k, &r, "l7_routes");
-    }
-    // read only for routes with L7_RF_MUTATE: stale entries are never used
-    int mfd = bpf_map__fd(skel_->maps.l7_mutations);
-    for (const auto& [route, m] : t.mutations) {
-        if (route >= L7_MAX_ROUTES)
-            continue;
-        uint32_t k = gen * L7_MAX_ROUTES + route;
-        update_or_throw(mfd, &k, &m, "l7_mutations");
-    }
-    int tfd = bpf_map__fd(skel_->maps.l7_lb_tables);
-    for (uint32_t i = 0; i < t.lb_tables.size() && i < L7_MAX_LB_TABLES; i++) {
-        uint32_t k = gen * L7_MAX_LB_TABLES + i;
-        update_or_throw(tfd, &k, t.lb_tables[i].get(), "l7_lb_tables");
-    }
-    int cfd = bpf_map__fd(skel_->maps.l7_clusters);
-    for (uint32_t i = 0; i < t.clusters.size() && i < L7_MAX_CLUSTERS; i++) {
-        uint32_t k = gen * L7_MAX_CLUSTERS + i;
-        update_or_throw(cfd, &k, &t.clusters[i], "l7_clusters");
-    }
-    int efd = bpf_map__fd(skel_->maps.l7_endpoints);
-    for (uint32_t i = 0; i < t.endpoints.size() && i < L7_MAX_ENDPOINTS; i++) {
-        uint32_t k = gen * L7_MAX_ENDPOINTS + i;
-        update_or_throw(efd, &k, &t.endpoints[i], "l7_endpoints");
-    }
-
-    // listeners are not per generation: a connection keeps the stable id it
-    // got at connect time, and both generations name listeners by stable id
-    int lfd = bpf_map__fd(skel_->maps.l7_listeners);
-    std::vector<l7_listener_key> keep;
-    for (size_t li = 0; li < t.listeners.size() && li < listener_ids.size(); li++) {
-        l7_listener v = t.listeners[li].second;
-        v.id = listener_ids[li];
-        update_or_throw(lfd, &t.listeners[li].first, &v, "l7_listeners");
-        keep.push_back(t.listeners[li].first);
-    }
-    for (const auto& stale : map_keys<l7_listener_key>(lfd)) {
-        bool kept = false;
-        for (const auto& k : keep)
-            kept = kept || std::memcmp(&k, &stale, sizeof(k)) == 0;
-        if (!kept)
-            bpf_map_delete_elem(lfd, &stale);
-    }
+    tables_.write(t, listener_ids, gen);
 
     // JWT: the slot's cached tokens were verified by the policy it held
     // before; none may be admitted under this one

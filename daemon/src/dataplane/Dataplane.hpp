@@ -16,6 +16,8 @@
 
 #include "common/Fd.hpp"
 #include "dataplane/Abi.hpp"
+#include "dataplane/MapIo.hpp"
+#include "dataplane/Tables.hpp"
 
 struct l7fast_bpf;  // libbpf skeleton (l7fast.skel.h)
 struct ring_buffer;
@@ -34,10 +36,6 @@ struct ConnRef {
     bool valid() const { return idx < L7_MAX_CONNS; }
 };
 
-class DataplaneError : public std::runtime_error {
-public:
-    using std::runtime_error::runtime_error;
-};
 
 struct DataplaneOptions {
     std::string cgroup;     // cgroup v2 directory for sockops
@@ -237,8 +235,7 @@ private:
     uint32_t remote_capacity_ = L7_MAX_CONNS - L7_CONNS_LOCAL;
     uint32_t active_gen_ = 0;
     l7_config config_{};
-    // match keys written per generation, so a later install can delete them
-    std::vector<l7_match_key> strings_[L7_GENS];
+    TableWriter tables_;  // the policy tables in the maps
     // JWT providers written per generation (max_token == 0: not in the kernel)
     std::vector<l7_jwt_provider> jwt_providers_[L7_GENS];
     int ncpus_ = 1;

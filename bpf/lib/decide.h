@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The request decision, shared by SK_MSG and SK_SKB (bpf/l7fast.bpf.c) and
+ * run as it is by the tests' harness (tests/support/bpf/decide_harness.bpf.c):
+ * parse the head in scratch, match a route, admit its JWT, apply its RBAC
+ * rules, pick the endpoint and claim a pooled connection to it.
+ */
+#ifndef L7_LIB_DECIDE_H
+#define L7_LIB_DECIDE_H
+
+#include "l7_http.h"
+#include "conn.h"
+#include "match.h"
+#include "rbac.h"
+#include "select.h"
+#include "l7_jwtcache.h"
+
+enum l7_decision_kind {
+	L7_D_KERNEL = 0,    /* forward on the slot */
+	L7_D_PASS = 1,      /* to the slow path (the reason says why) */
+};
+
+/*
+ * Global (non-static) subprograms are verified once, on their own, instead of
+ * at every call site: the parser, the matcher and the decision are most of
+ * the instructions. They must not change packet data (kernels before 6.12
+ * cannot track that through global calls), so the programs copy bytes into
+ * scratch first.
+ */
+__noinline int l7_g_parse(struct l7_scratch *s, __u32 len, __u32 is_request)
+{
+	if (!s)
+		return L7_P_ERROR;
+	s->ws.len = len > L7_SCRATCH_SIZE ? L7_SCRATCH_SIZE : len;
+	return l7_parse_head(&s->ws, is_request);
+}
+
+__noinline int l7_g_match(struct l7_scratch *s, struct l7_config *cfg, __u32 gen,
+			  __u32 listener_id)
+{
+	if (!s || !cfg)
+		return -1;
+	return l7_match_route(s, cfg, gen & 1, listener_id);
+}
+
+/* Parses the request in scratch and decides where it goes (s->dec). */
+__noinline int l7_g_decide(struct l7_scratch *s, __u32 n, struct l7_conn *c,
+			   struct l7_config *cfg)
+{
+	struct l7_decision *d;
+	struct l7_route *r;
+	struct l7_msg *m;
+	__u32 gen, rk;
+	long pool;
+	int r_idx, st;
+
+	if (!s || !c || !cfg)
+		return -1;
+	d = &s->dec;
+	m = &s->ws.msg;
+	__builtin_memset(d, 0, sizeof(*d));
+	d->kind = L7_D_PASS;
+	d->pool = L7_NO_POOL;
+	st = l7_g_parse(s, n, 1);
+	if (st == L7_P_MORE) {
+		d->reason = n >= L7_SCRATCH_SIZE ? L7_R_TOO_BIG : L7_R_INCOMPLETE;
+		return 0;
+	}
+	if (st != L7_P_OK) {
+		d->reason = L7_R_PARSE;
+		return 0;
+	}
+	d->head_len = m->hdr_len;
+	d->body_kind = m->body_kind;
+	d->cl = m->content_length;
+	d->req_head = m->method == L7_M_HEAD;
+	d->close = !!(m->flags & L7_MF_CLOSE);
+	/* chunked bodies have no length to pass the request by */
+	if ((m->flags & (L7_MF_UPGRADE | L7_MF_EXPECT_OTHER)) || m->method == L7_M_CONNECT ||
+	    m->body_kind == L7_BODY_CHUNKED || m->content_length > (1ULL << 30)) {
+		d->reason = L7_R_UNSUPPORTED;
+		return 0;
+	}
+	d->total = m->hdr_len + (m->body_kind == L7_BODY_LENGTH ? m->content_length : 0);
+	/* Bulk uploads stream through the slow path, which has back-pressure:
+	 * socket-to-socket ingress has none, and a redirect to another socket's
+	 * egress can be cut short by a non-blocking sender, after which the
+	 * sender re-sends bytes this program already accounted for. */
+	if (d->total > cfg->ingress_budget) {
+		d->reason = L7_R_TOO_BIG;
+		return 0;
+	}
+	/* the tables match raw bytes: only a normal-form path is matched here */
+	if (m->flags & L7_MF_PATH_NOT_NORMAL) {
+		d->reason = L7_R_PATH;
+		return 0;
+	}
+	gen = cfg->active_gen & 1;
+	r_idx = l7_g_match(s, cfg, gen, c->listener_id);
+	if (r_idx == -2) {
+		d->reason = L7_R_UNSUPPORTED;
+		return 0;
+	}
+	if (r_idx < 0 || r_idx >= L7_MAX_ROUTES) {
+		d->reason = L7_R_NO_ROUTE;
+		return 0;
+	}
+	rk = gen * L7_MAX_ROUTES + (__u32)r_idx;
+	r = bpf_map_lookup_elem(&l7_routes, &rk);
+	if (!r || !(r->flags & L7_RF_VALID)) {
+		d->reason = L7_R_NO_ROUTE;
+		return 0;
+	}
+	d->stats_id = r->stats_id;
+	d->route_key = rk;
+	d->route_flags = r->flags;
+	if (!(r->flags & L7_RF_KERNEL)) {
+		d->reason = L7_R_ROUTE_USER;
+		return 0;
+	}
+	if (r->flags & L7_RF_JWT) {
+		st = l7_g_jwt_admit(s, cfg, gen, r->jwt_provider);
+		if (st != L7_R_NONE) {
+			d->reason = (__u32)st;
+			return 0;
+		}
+	}
+	/* denied (or undecidable): the slow path sends the route's denial */
+	if ((r->flags & L7_RF_RBAC) &&
+	    l7_g_rbac(s, cfg, gen, r->flags, r->rule_first | ((__u32)r->rule_count << 16)) != 1) {
+		d->reason = L7_R_RBAC_DENY;
+		return 0;
+	}
+	pool = l7_pick_pool(r, gen, s, &c->key);
+	if (pool < 0) {
+		d->reason = pool == L7_PICK_DOWN ? L7_R_ENDPOINT_DOWN : L7_R_POOL_MISS;
+		return 0;
+	}
+	d->pool = (__u32)pool;
+	d->slot = l7_g_claim(s, c, (__u32)pool);
+	if (d->slot == L7_NO_SLOT) {
+		d->reason = L7_R_POOL_MISS;
+		return 0;
+	}
+	d->kind = L7_D_KERNEL;
+	return 0;
+}
+
+#endif /* L7_LIB_DECIDE_H */

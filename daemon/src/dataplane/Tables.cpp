@@ -1,0 +1,118 @@
+#include "dataplane/Tables.hpp"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <cstring>
+#include <string>
+
+#include "dataplane/MapIo.hpp"
+#include "policy/PolicyCompiler.hpp"
+
+namespace l7fast::dataplane {
+
+TableMaps TableMaps::of(const ::bpf_object* obj)
+{
+    auto fd = [obj](const char* name) {
+        const int fd = bpf_object__find_map_fd_by_name(obj, name);
+        if (fd < 0)
+            throw DataplaneError(std::string("the BPF object has no map ") + name);
+        return fd;
+    };
+    TableMaps m;
+    m.bitmaps = fd("l7_bitmaps");
+    m.match = fd("l7_match");
+    m.routes = fd("l7_routes");
+    m.mutations = fd("l7_mutations");
+    m.lb_tables = fd("l7_lb_tables");
+    m.clusters = fd("l7_clusters");
+    m.endpoints = fd("l7_endpoints");
+    m.listeners = fd("l7_listeners");
+    return m;
+}
+
+void TableWriter::adopt_strings()
+{
+    for (const auto& k : map_keys<l7_match_key>(maps_.match))
+        strings_[k.gen & 1].push_back(k);
+}
+
+void TableWriter::write(const policy::CompiledTables& t, std::span<const uint32_t> listener_ids, uint32_t gen)
+{
+    gen &= 1;
+    // route sets; listener sets move from policy order to stable ids
+    std::vector<l7_bitmap> bm(L7_BMI_PER_SPACE);
+    for (size_t i = 0; i < t.bitmaps.size() && i < bm.size(); i++)
+        if (i >= L7_MAX_LISTENERS)
+            bm[i] = t.bitmaps[i];
+    for (size_t li = 0; li < listener_ids.size() && li < L7_MAX_LISTENERS; li++)
+        bm[L7_BMI_LISTENER(listener_ids[li])] = t.bitmaps[L7_BMI_LISTENER(li)];
+    for (uint32_t i = 0; i < L7_BMI_PER_SPACE; i++) {
+        uint32_t k = L7_BMI_INDEX(gen, L7_SPACE_ROUTES, i);
+        update_or_throw(maps_.bitmaps, &k, &bm[i], "l7_bitmaps");
+    }
+    // RBAC rule sets: no listener sets, nothing to renumber
+    for (uint32_t i = 0; i < L7_BMI_PER_SPACE; i++) {
+        const l7_bitmap none{};
+        uint32_t k = L7_BMI_INDEX(gen, L7_SPACE_RULES, i);
+        update_or_throw(maps_.bitmaps, &k, i < t.rule_bitmaps.size() ? &t.rule_bitmaps[i] : &none, "l7_bitmaps");
+    }
+
+    for (const auto& k : strings_[gen])
+        bpf_map_delete_elem(maps_.match, &k);
+    strings_[gen].clear();
+    for (auto [k, v] : t.strings) {
+        k.gen = static_cast<__u16>(gen);
+        if (bpf_map_update_elem(maps_.match, &k, &v, BPF_ANY) != 0)
+            throw DataplaneError("updating l7_match: " + errstr(errno) + " (too many string conditions?)");
+        strings_[gen].push_back(k);
+    }
+
+    for (uint32_t i = 0; i < L7_MAX_ROUTES; i++) {
+        l7_route r{};
+        if (i < t.routes.size()) {
+            r = t.routes[i];
+            r.stats_id = gen * L7_MAX_ROUTES + i;
+        }
+        uint32_t k = gen * L7_MAX_ROUTES + i;
+        update_or_throw(maps_.routes, &k, &r, "l7_routes");
+    }
+    // read only for routes with L7_RF_MUTATE: stale entries are never used
+    for (const auto& [route, m] : t.mutations) {
+        if (route >= L7_MAX_ROUTES)
+            continue;
+        uint32_t k = gen * L7_MAX_ROUTES + route;
+        update_or_throw(maps_.mutations, &k, &m, "l7_mutations");
+    }
+    for (uint32_t i = 0; i < t.lb_tables.size() && i < L7_MAX_LB_TABLES; i++) {
+        uint32_t k = gen * L7_MAX_LB_TABLES + i;
+        update_or_throw(maps_.lb_tables, &k, t.lb_tables[i].get(), "l7_lb_tables");
+    }
+    for (uint32_t i = 0; i < t.clusters.size() && i < L7_MAX_CLUSTERS; i++) {
+        uint32_t k = gen * L7_MAX_CLUSTERS + i;
+        update_or_throw(maps_.clusters, &k, &t.clusters[i], "l7_clusters");
+    }
+    for (uint32_t i = 0; i < t.endpoints.size() && i < L7_MAX_ENDPOINTS; i++) {
+        uint32_t k = gen * L7_MAX_ENDPOINTS + i;
+        update_or_throw(maps_.endpoints, &k, &t.endpoints[i], "l7_endpoints");
+    }
+
+    // listeners are not per generation: a connection keeps the stable id it
+    // got at connect time, and both generations name listeners by stable id
+    std::vector<l7_listener_key> keep;
+    for (size_t li = 0; li < t.listeners.size() && li < listener_ids.size(); li++) {
+        l7_listener v = t.listeners[li].second;
+        v.id = listener_ids[li];
+        update_or_throw(maps_.listeners, &t.listeners[li].first, &v, "l7_listeners");
+        keep.push_back(t.listeners[li].first);
+    }
+    for (const auto& stale : map_keys<l7_listener_key>(maps_.listeners)) {
+        bool kept = false;
+        for (const auto& k : keep)
+            kept = kept || std::memcmp(&k, &stale, sizeof(k)) == 0;
+        if (!kept)
+            bpf_map_delete_elem(maps_.listeners, &stale);
+    }
+}
+
+}  // namespace l7fast::dataplane

@@ -1,21 +1,25 @@
-// Differential: the kernel's route choice (the compiled tables, walked as
-// bpf/lib/match.h walks them: tests/support/KernelMatcher.hpp) against the
-// Router, the reference the slow path uses, for a policy and a request that
-// both come from the input and a request parsed by the real parser.
+// Differential: the kernel's route choice — the data plane's request
+// decision (bpf/lib/decide.h: parser, matcher, RBAC, upstream pick) run by
+// this kernel over tables the daemon's own writer filled
+// (tests/support/BpfDecider.hpp) — against the Router, the reference the
+// slow path uses, for a policy and a request that both come from the input.
 //
 // Input: policy TOML, a line "%%", then one control byte (listener index,
 // random draws) and the request bytes.
 //
-// The slow path's view follows ClientSession: a path the parser flags as not
-// in normal form is normalised before the Router sees it (the kernel hands
-// such requests over).
+// The slow path's view follows ClientSession: the request as the slow
+// path's parser reads it, and a path the parser flags as not in normal form
+// normalised before the Router sees it (the kernel hands such requests
+// over).
 //
 // Invariants: whenever the kernel would act on a route itself it is the
 // Router's route, its RBAC rules decide as policy/Rbac's evaluate() does, and
 // with the same random draws it picks the same upstream pool;
 // when the kernel finds no route the Router finds none either. Hand-offs to
 // the slow path may go anywhere (the slow path asks the Router itself).
+// Needs root and BPF, in the unit tests' replay too.
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,10 +30,11 @@
 #include "policy/Rbac.hpp"
 #include "policy/Router.hpp"
 #include "proxy/Http.hpp"
-#include "support/KernelMatcher.hpp"
+#include "support/BpfDecider.hpp"
 
 namespace l7fast::fuzz {
 
+using namespace l7fast::policy;
 using namespace l7fast::testing;
 
 int match_diff(const uint8_t* data, size_t size)
@@ -50,19 +55,10 @@ int match_diff(const uint8_t* data, size_t size)
         return 0;  // the kernel hands these to the slow path whole
     const std::string_view head = bytes.substr(0, m.hdr_len);
 
-    // the parser's result as the kernel matcher and the Router each see it
-    ParsedRequest kernel_view;
-    kernel_view.window = std::string(head);
-    kernel_view.method = m.method;
-    kernel_view.path_off = m.target_off;
-    kernel_view.path_len = m.path_len;
-    kernel_view.host_idx = m.host_idx;
-    kernel_view.host_len = m.host_len;
-    kernel_view.path_not_normal = m.flags & L7_MF_PATH_NOT_NORMAL;
+    // the parser's result as the Router sees it
     std::vector<HeaderField> fields;
     for (uint32_t i = 0; i < m.n_hdrs && i < L7_MAX_HEADERS; i++) {
         const l7_hdr& h = m.hdr[i];
-        kernel_view.hdrs.push_back({h.name_off, h.name_len, h.val_off, h.val_len, h.name_hash});
         fields.push_back({head.substr(h.name_off, h.name_len), head.substr(h.val_off, h.val_len)});
     }
     RequestView view;
@@ -85,11 +81,15 @@ int match_diff(const uint8_t* data, size_t size)
         return pools.emplace(a, static_cast<uint32_t>(pools.size())).first->second;
     };
     const CompiledTables t = compile(policy, 0x6d61746368ULL + ctl, pool_id);
-    const KernelEmulator kernel(t, kernel_window_hash);
-    FUZZ_CHECK(kernel.unique_keys());
+    FUZZ_CHECK(BpfDecider::unique_string_keys(t));
+    static BpfDecider kernel;  // loaded once: the verifier's time is not the input's
+    kernel.install(t);
     const Router router(policy);
     const std::optional<uint32_t> expected = router.route(view);
-    const Decision d = kernel.decide(kernel_view, view.listener);
+    std::array<Pick, kPicks> picks;
+    for (uint32_t i = 0; i < kPicks; i++)
+        picks[i] = {ctl + 7u * i, {ctl * 2654435761u + i, (ctl + i) * 40503u}};
+    const Decision d = kernel.decide(bytes, view.listener, picks);
 
     switch (d.verdict) {
     case Verdict::SlowPath:
@@ -108,21 +108,26 @@ int match_diff(const uint8_t* data, size_t size)
             FUZZ_CHECK(d.verdict == Verdict::Kernel);
         if (d.verdict == Verdict::RbacDeny)
             break;
-        for (uint32_t draw = 0; draw < 3; draw++) {
-            const uint32_t r1 = ctl * 2654435761u + draw, r2 = (ctl + draw) * 40503u;
-            const uint64_t rr = ctl + 7u * draw;
+        // l7_pick_pool draws the cluster among several first, then an
+        // endpoint of a weighted cluster
+        const bool several = route.clusters.size() > 1;
+        for (uint32_t i = 0; i < kPicks; i++) {
+            const uint32_t r1 = picks[i].random[0], r2 = picks[i].random[several ? 1 : 0];
             const auto ci = Router::choose_cluster(route, r1);
             FUZZ_CHECK(ci);
             const Cluster* c = policy.find_cluster(route.clusters[*ci].cluster);
             FUZZ_CHECK(c);
-            uint32_t kernel_cluster = 0;
-            const long pool = kernel.pick_pool(d.route, r1, r2, rr, &kernel_cluster);
-            FUZZ_CHECK(kernel_cluster == static_cast<uint32_t>(c - policy.clusters.data()));
-            if (c->lb != LbPolicy::RoundRobin && c->lb != LbPolicy::Weighted)
-                continue;  // hash-based choice: the lb tests' business
-            const auto e = Router::choose_endpoint(*c, rr, r2);
+            if (c->lb != LbPolicy::RoundRobin && c->lb != LbPolicy::Weighted) {
+                // hash-based choice (the lb tests' business): one of the cluster's
+                bool ours = false;
+                for (const Endpoint& ep : c->endpoints)
+                    ours = ours || pools.at(ep.address) == d.pools[i];
+                FUZZ_CHECK(ours);
+                continue;
+            }
+            const auto e = Router::choose_endpoint(*c, picks[i].rr, r2);
             FUZZ_CHECK(e);
-            FUZZ_CHECK(pool == static_cast<long>(pools.at(c->endpoints[*e].address)));
+            FUZZ_CHECK(d.pools[i] == pools.at(c->endpoints[*e].address));
         }
         break;
     }

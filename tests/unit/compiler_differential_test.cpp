@@ -1,14 +1,17 @@
-// Differential test: the kernel's matcher, emulated over CompiledTables
-// exactly as bpf/lib/match.h and l7_g_decide/l7_pick_pool (bpf/l7fast.bpf.c,
-// bpf/lib/select.h) use them, against Router on generated policies and
-// requests. Whenever the emulated kernel acts on a route itself, it must be
-// Router's route; when it finds no route, Router must find none; a hand-off
-// to the slow path may go anywhere (the slow path asks Router). RBAC rules
-// of kernel routes (bpf/lib/rbac.h) are evaluated the same way: whenever the
-// kernel's rules pass allows or denies, policy/Rbac's evaluate() must agree.
+// Differential test: the data plane's request decision run by this kernel
+// (bpf/lib/decide.h in a syscall program, over tables the daemon's own
+// writer filled: tests/support/BpfDecider.hpp) against Router, on generated
+// policies and requests. Whenever the kernel acts on a route itself, it must
+// be Router's route; when it finds no route, Router must find none; a
+// hand-off to the slow path may go anywhere (the slow path asks Router).
+// RBAC rules of kernel routes (bpf/lib/rbac.h) are held to the same: whenever
+// the kernel's rules pass allows or denies, policy/Rbac's evaluate() must
+// agree; and with the same random draws and round-robin counters the kernel
+// picks the upstream pool Router's choice names. Needs root and BPF.
 #include <gtest/gtest.h>
 
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstring>
@@ -20,11 +23,10 @@
 #include <tuple>
 #include <vector>
 
-#include "policy/KernelHash.hpp"
 #include "policy/PolicyCompiler.hpp"
 #include "policy/Rbac.hpp"
 #include "policy/Router.hpp"
-#include "support/KernelMatcher.hpp"
+#include "support/BpfDecider.hpp"
 
 using namespace l7fast::policy;
 using namespace l7fast::testing;
@@ -33,40 +35,20 @@ namespace {
 
 constexpr uint64_t kTestSeed = 20261130;  // fixed: a failure reproduces
 
-// l7_method_id
-uint16_t method_id(std::string_view m)
-{
-    static const char* const kNames[] = {"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE"};
-    static const uint16_t kIds[] = {L7_M_GET,   L7_M_HEAD,    L7_M_POST,    L7_M_PUT,  L7_M_DELETE,
-                                    L7_M_PATCH, L7_M_OPTIONS, L7_M_CONNECT, L7_M_TRACE};
-    for (size_t i = 0; i < std::size(kNames); i++)
-        if (m == kNames[i])
-            return kIds[i];
-    return L7_M_OTHER;
-}
-
-// l7_host_cb: the host ends at the first ':' outside an IPv6 literal
-uint32_t host_length(std::string_view v)
-{
-    int brackets = 0;
-    for (uint32_t i = 0; i < v.size(); i++) {
-        if (i == 0 && v[i] == '[')
-            brackets = 1;
-        if (v[i] == ']' && brackets == 1) {
-            brackets = 2;
-            continue;
-        }
-        if (v[i] == ':' && brackets != 1)
-            return i;
-    }
-    return static_cast<uint32_t>(v.size());
-}
-
 struct Request {
     std::string method;
     std::string target;
     std::vector<std::pair<std::string, std::string>> headers;
     uint32_t listener = 0;
+
+    // the bytes a client sends
+    std::string wire() const
+    {
+        std::string w = method + " " + target + " HTTP/1.1\r\n";
+        for (const auto& [n, v] : headers)
+            w += n + ": " + v + "\r\n";
+        return w + "\r\n";
+    }
 
     std::string str() const
     {
@@ -77,35 +59,6 @@ struct Request {
         return os.str();
     }
 };
-
-ParsedRequest parse(const Request& rq)
-{
-    ParsedRequest p;
-    p.window = rq.method + " " + rq.target + " HTTP/1.1\r\n";
-    p.method = method_id(rq.method);
-    p.path_off = static_cast<uint32_t>(rq.method.size() + 1);
-    p.path_len = static_cast<uint32_t>(request_path(rq.target).size());
-    for (const auto& [name, value] : rq.headers) {
-        ParsedHeader h{};
-        h.name_off = static_cast<uint32_t>(p.window.size());
-        h.name_len = static_cast<uint32_t>(name.size());
-        p.window += name + ": ";
-        h.val_off = static_cast<uint32_t>(p.window.size());
-        h.val_len = static_cast<uint32_t>(value.size());
-        p.window += value + "\r\n";
-        h.name_hash = kernel::header_name_hash(name);
-        std::string lower_name = name;
-        for (char& c : lower_name)
-            c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c;
-        if (lower_name == "host" && p.host_idx == kNone) {
-            p.host_idx = static_cast<uint16_t>(p.hdrs.size());
-            p.host_len = host_length(value);
-        }
-        p.hdrs.push_back(h);
-    }
-    p.window += "\r\n";
-    return p;
-}
 
 // ---- generators -------------------------------------------------------------------
 
@@ -456,12 +409,12 @@ struct Tally {
 
 // Checks every request against one policy; returns false after the first
 // disagreement (reported through gtest with the case).
-bool check_policy(const Policy& policy, const CompiledTables& t, const WindowHashFn& hash, const PoolIdFn& pool_id,
+bool check_policy(const Policy& policy, const CompiledTables& t, BpfDecider& kernel, const PoolIdFn& pool_id,
                   Generator& gen, size_t requests, Tally& tally)
 {
     const Router router(policy);
-    const KernelEmulator kernel(t, hash);
-    EXPECT_TRUE(kernel.unique_keys()) << "two l7_match entries with one key: one would overwrite the other";
+    EXPECT_TRUE(BpfDecider::unique_string_keys(t)) << "two l7_match entries with one key: one would overwrite the other";
+    kernel.install(t);
     for (size_t n = 0; n < requests; n++) {
         const Request rq = gen.request(policy);
         std::vector<HeaderField> fields;
@@ -477,7 +430,10 @@ bool check_policy(const Policy& policy, const CompiledTables& t, const WindowHas
                               << rq.str();
                 return false;
             }
-        const Decision d = kernel.decide(parse(rq), rq.listener);
+        std::array<Pick, kPicks> picks;
+        for (Pick& p : picks)
+            p = {gen.u32(), {gen.u32(), gen.u32()}};
+        const Decision d = kernel.decide(rq.wire(), rq.listener, picks);
         switch (d.verdict) {
         case Verdict::SlowPath:
             tally.slow++;
@@ -521,20 +477,20 @@ bool check_policy(const Policy& policy, const CompiledTables& t, const WindowHas
             }
             if (d.verdict == Verdict::RbacDeny)
                 break;
-            // the same upstream for the same random draws
-            for (int draw = 0; draw < 4; draw++) {
-                const uint32_t r1 = gen.u32(), r2 = gen.u32();
-                const uint64_t rr = gen.u32();
-                uint32_t kernel_cluster = 0;
-                const long pool = kernel.pick_pool(d.route, r1, r2, rr, &kernel_cluster);
+            // the same upstream for the same random draws: l7_pick_pool
+            // draws the cluster among several first, then an endpoint of a
+            // weighted cluster
+            const bool several = route.clusters.size() > 1;
+            for (int i = 0; i < kPicks; i++) {
+                const uint32_t r1 = picks[i].random[0], r2 = picks[i].random[several ? 1 : 0];
                 const Cluster* c = policy.find_cluster(route.clusters[*Router::choose_cluster(route, r1)].cluster);
-                const size_t e = *Router::choose_endpoint(*c, rr, r2);
+                const size_t e = *Router::choose_endpoint(*c, picks[i].rr, r2);
                 const auto expected_pool = pool_id(c->endpoints[e].address);
-                if (kernel_cluster != static_cast<uint32_t>(c - policy.clusters.data()) || !expected_pool ||
-                    pool != static_cast<long>(*expected_pool)) {
-                    ADD_FAILURE() << "route " << d.route << ": kernel picks cluster " << kernel_cluster << " pool "
-                                  << pool << ", Router cluster " << c->name << " endpoint " << e << " (draws " << r1
-                                  << ", " << r2 << ", rr " << rr << ")";
+                if (!expected_pool || d.pools[i] != *expected_pool) {
+                    ADD_FAILURE() << "route " << d.route << " pick " << i << ": kernel picks pool "
+                                  << static_cast<int64_t>(d.pools[i] == kNoPool ? -1 : d.pools[i])
+                                  << ", Router cluster " << c->name << " endpoint " << e << " (draws " << r1 << ", "
+                                  << r2 << ", rr " << picks[i].rr << ")";
                     return false;
                 }
             }
@@ -564,9 +520,18 @@ struct Coverage {
     double kernel = 0.05, no_route = 0.01, slow = 0.02;
 };
 
+// `weak_hash`: string conditions hashed by a hash that collides all the
+// time, in the compiler and in the kernel: the compiler must stay sound when
+// it gives up on seeds.
 void run(const char* label, uint64_t seed, size_t policies, size_t requests, Generator::Shape shape,
-         const CompileOptions& options, const WindowHashFn& hash, size_t max_routes, Coverage coverage = {})
+         bool weak_hash, size_t max_routes, Coverage coverage = {})
 {
+    if (geteuid() != 0)
+        GTEST_SKIP() << "runs the data plane's decision in the kernel: needs root";
+    BpfDecider kernel(weak_hash);
+    CompileOptions options;
+    if (weak_hash)
+        options.string_hash = BpfDecider::weak_string_hash;
     Generator gen(seed);
     Tally tally;
     size_t user_routes = 0, routes = 0;
@@ -581,7 +546,7 @@ void run(const char* label, uint64_t seed, size_t policies, size_t requests, Gen
             routes++;
             user_routes += !pl.kernel;
         }
-        if (!check_policy(p, t, hash, pools.fn(), gen, requests, tally)) {
+        if (!check_policy(p, t, kernel, pools.fn(), gen, requests, tally)) {
             ADD_FAILURE() << label << ": policy " << i << " of run seed " << seed;
             return;
         }
@@ -610,72 +575,49 @@ void run(const char* label, uint64_t seed, size_t policies, size_t requests, Gen
 
 TEST(CompilerDifferential, SmallPolicies)
 {
-    run("small", kTestSeed, 300, 300, {.routes = 1}, {}, kernel_window_hash, 40);
+    run("small", kTestSeed, 300, 300, {.routes = 1}, false, 40);
 }
 
 TEST(CompilerDifferential, ManyPrefixLengthsAndHeaderNames)
 {
-    run("limits", kTestSeed + 1, 150, 300,
-        {.routes = 20, .many_prefix_lengths = true, .many_header_names = true}, {}, kernel_window_hash, 80,
-        {.no_route = 0.0005});
+    run("limits", kTestSeed + 1, 150, 300, {.routes = 20, .many_prefix_lengths = true, .many_header_names = true},
+        false, 80, {.no_route = 0.0005});
 }
 
 TEST(CompilerDifferential, ExhaustedPools)
 {
-    run("pools", kTestSeed + 2, 100, 300, {.routes = 5, .exhausted_pools = 0.3}, {}, kernel_window_hash, 30);
+    run("pools", kTestSeed + 2, 100, 300, {.routes = 5, .exhausted_pools = 0.3}, false, 30);
 }
 
 TEST(CompilerDifferential, MoreRoutesThanTheKernelHas)
 {
-    run("overflow", kTestSeed + 3, 4, 3000, {.routes = 1030, .unique_paths = true}, {}, kernel_window_hash,
-        1100, {.no_route = 0});
+    run("overflow", kTestSeed + 3, 4, 3000, {.routes = 1030, .unique_paths = true}, false, 1100, {.no_route = 0});
 }
 
-// A hash that collides all the time: the compiler must stay sound when it
-// gives up on seeds.
+// A hash that collides all the time (BpfDecider::weak_string_hash, in the
+// compiler and in the kernel): the compiler must stay sound when it gives up
+// on seeds.
 TEST(CompilerDifferential, CollidingHash)
 {
-    auto weak = [](uint64_t, std::string_view s, bool lower) {
-        uint64_t h = s.size() % 3;
-        for (char c : s)
-            h += static_cast<uint8_t>(lower && c >= 'A' && c <= 'Z' ? c + 32 : c) % 2;
-        return h;
-    };
-    CompileOptions options;
-    options.string_hash = weak;
-    const WindowHashFn window_hash = [weak](const std::string& w, uint32_t off, uint32_t len, uint64_t seed, bool lower) {
-        return weak(seed, std::string_view(w).substr(off, len), lower);
-    };
-    run("collisions", kTestSeed + 4, 150, 300, {.routes = 5}, options, window_hash, 40, {.no_route = 0.005});
+    run("collisions", kTestSeed + 4, 150, 300, {.routes = 5}, true, 40, {.no_route = 0.005});
 }
 
 // RBAC on kernel routes: the rules pass over bitmap space 1 against
 // Rbac::evaluate, in both modes and with both defaults.
 TEST(CompilerDifferential, RbacRules)
 {
-    run("rbac", kTestSeed + 5, 300, 300, {.routes = 1, .rbac = 0.7}, {}, kernel_window_hash, 30);
+    run("rbac", kTestSeed + 5, 300, 300, {.routes = 1, .rbac = 0.7}, false, 30);
 }
 
 TEST(CompilerDifferential, RbacRulesWithManyHeaderNames)
 {
     run("rbac-limits", kTestSeed + 6, 150, 300,
-        {.routes = 20, .many_prefix_lengths = true, .many_header_names = true, .rbac = 0.5}, {}, kernel_window_hash,
-        60, {.no_route = 0.0005});
+        {.routes = 20, .many_prefix_lengths = true, .many_header_names = true, .rbac = 0.5}, false, 60,
+        {.no_route = 0.0005});
 }
 
 TEST(CompilerDifferential, RbacRulesWithCollidingHash)
 {
-    auto weak = [](uint64_t, std::string_view s, bool lower) {
-        uint64_t h = s.size() % 3;
-        for (char c : s)
-            h += static_cast<uint8_t>(lower && c >= 'A' && c <= 'Z' ? c + 32 : c) % 2;
-        return h;
-    };
-    CompileOptions options;
-    options.string_hash = weak;
-    const WindowHashFn window_hash = [weak](const std::string& w, uint32_t off, uint32_t len, uint64_t seed, bool lower) {
-        return weak(seed, std::string_view(w).substr(off, len), lower);
-    };
-    run("rbac-collisions", kTestSeed + 7, 150, 300, {.routes = 3, .rbac = 0.7}, options, window_hash, 20,
+    run("rbac-collisions", kTestSeed + 7, 150, 300, {.routes = 3, .rbac = 0.7}, true, 20,
         {.kernel = 0.01, .no_route = 0.005});
 }

@@ -1,0 +1,139 @@
+#include "support/BpfDecider.hpp"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/types.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <stdexcept>
+#include <tuple>
+#include <vector>
+
+#include "dataplane/MapIo.hpp"
+#include "l7fast_abi.h"
+// the skeleton is C; its .bss names struct dh_args, dh_out and l7_conn
+#include "decide_harness.h"
+#include "decide_harness.skel.h"
+
+namespace l7fast::testing {
+
+static_assert(kPicks == DH_PICKS);
+
+namespace {
+
+// enum l7_decision_kind (bpf/lib/decide.h)
+constexpr uint32_t kDecisionKernel = 0;
+
+std::string errno_text(int e) { return std::strerror(e < 0 ? -e : e); }
+
+}  // namespace
+
+BpfDecider::BpfDecider(bool weak_hash)
+{
+    skel_ = decide_harness_bpf__open();
+    if (!skel_)
+        throw std::runtime_error("opening the decision harness: " + errno_text(errno));
+    skel_->rodata->weak_hash = weak_hash ? 1 : 0;
+    const int ncpus = libbpf_num_possible_cpus();
+    if (ncpus <= 0) {
+        decide_harness_bpf__destroy(skel_);
+        throw std::runtime_error("cannot count possible CPUs");
+    }
+    // scratch entries per possible CPU, as the daemon sizes them
+    bpf_map__set_max_entries(skel_->maps.l7_scratch, static_cast<uint32_t>(ncpus) * L7_SCRATCH_SLOTS);
+    if (const int err = decide_harness_bpf__load(skel_); err != 0) {
+        decide_harness_bpf__destroy(skel_);
+        throw std::runtime_error("loading the decision harness (root and BPF needed): " + errno_text(err));
+    }
+    prog_fd_ = bpf_program__fd(skel_->progs.decide);
+    try {
+        tables_ = dataplane::TableWriter(dataplane::TableMaps::of(skel_->obj));
+    } catch (...) {
+        decide_harness_bpf__destroy(skel_);
+        throw;
+    }
+}
+
+BpfDecider::~BpfDecider() { decide_harness_bpf__destroy(skel_); }
+
+uint64_t BpfDecider::weak_string_hash(uint64_t, std::string_view s, bool)
+{
+    uint64_t h = s.size() % 3;
+    for (char c : s)
+        h += static_cast<uint8_t>(c) & 1;  // lower-casing keeps a letter's parity
+    return h;
+}
+
+bool BpfDecider::unique_string_keys(const policy::CompiledTables& t)
+{
+    std::map<std::tuple<uint64_t, uint16_t, uint16_t, uint16_t>, int> seen;
+    for (const auto& [k, v] : t.strings)
+        if (k.gen != 0 || k.space > 1 || !seen.emplace(std::tuple{k.hash, k.kind, k.aux, k.space}, 0).second)
+            return false;
+    return true;
+}
+
+void BpfDecider::install(const policy::CompiledTables& t)
+{
+    const uint32_t gen = active_gen_ ^ 1;
+    std::vector<uint32_t> ids;
+    for (uint32_t i = 0; i < t.listeners.size(); i++)
+        ids.push_back(i);
+    tables_.write(t, ids, gen);
+
+    const int cfd = bpf_map__fd(skel_->maps.l7_config);
+    uint32_t zero = 0;
+    l7_config cfg{};
+    if (bpf_map_lookup_elem(cfd, &zero, &cfg) != 0)
+        throw std::runtime_error("reading l7_config: " + errno_text(errno));
+    cfg.meta[gen] = t.meta;
+    cfg.active_gen = gen;
+    cfg.flags |= L7_CF_ENABLED;
+    cfg.ingress_budget = 65536;  // DataplaneOptions' default
+    cfg.abi_version = L7_ABI_VERSION;
+    dataplane::update_or_throw(cfd, &zero, &cfg, "l7_config");
+    active_gen_ = gen;
+    n_clusters_ = static_cast<uint32_t>(t.clusters.size());
+}
+
+Decision BpfDecider::decide(std::string_view request, uint32_t listener, const std::array<Pick, kPicks>& picks)
+{
+    auto* bss = skel_->bss;
+    const size_t len = std::min(request.size(), sizeof(bss->input));
+    std::memcpy(bss->input, request.data(), len);
+    bss->args = {};
+    bss->args.len = static_cast<__u32>(len);
+    bss->args.listener = listener;
+    bss->args.n_clusters = n_clusters_;
+    for (int i = 0; i < kPicks; i++) {
+        bss->args.rr[i] = picks[i].rr;
+        bss->args.random[2 * i] = picks[i].random[0];
+        bss->args.random[2 * i + 1] = picks[i].random[1];
+    }
+    LIBBPF_OPTS(bpf_test_run_opts, run);
+    if (bpf_prog_test_run_opts(prog_fd_, &run) != 0)
+        throw std::runtime_error("running the decision harness: " + errno_text(errno));
+    const dh_out& o = bss->out;
+    if (o.status != 0)
+        throw std::runtime_error("the decision harness could not run (status " + std::to_string(o.status) + ")");
+
+    Decision d;
+    d.reason = o.reason;
+    for (int i = 0; i < kPicks; i++)
+        d.pools[i] = o.pool[i];
+    if (o.route_flags & L7_RF_VALID)
+        d.route = static_cast<int>(o.route_key % L7_MAX_ROUTES);
+    if (o.kind == kDecisionKernel || (o.reason == L7_R_POOL_MISS && o.pool[0] != kNoPool))
+        d.verdict = Verdict::Kernel;  // routed and picked: the harness's pools have no connection to claim
+    else if (o.reason == L7_R_RBAC_DENY)
+        d.verdict = Verdict::RbacDeny;
+    else if (o.reason == L7_R_NO_ROUTE)
+        d.verdict = Verdict::NoRoute;
+    else
+        d.verdict = Verdict::SlowPath;
+    return d;
+}
+
+}  // namespace l7fast::testing

@@ -1,0 +1,81 @@
+// The data plane's request decision run by the kernel, for the differential
+// tests (tests/unit/compiler_differential_test.cpp, tests/fuzz/
+// fuzz_match_diff.cpp): bpf/lib/decide.h compiled into a
+// BPF_PROG_TYPE_SYSCALL harness (tests/support/bpf/decide_harness.bpf.c),
+// over maps the daemon's own table writer fills (dataplane/Tables.cpp, the
+// code Dataplane::stage runs). Needs root and BPF.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "dataplane/Tables.hpp"
+#include "policy/PolicyCompiler.hpp"
+
+struct decide_harness_bpf;
+
+namespace l7fast::testing {
+
+inline constexpr uint32_t kNoPool = 0xffffffffu;
+inline constexpr int kPicks = 4;  // DH_PICKS
+
+enum class Verdict {
+    Kernel,    // the kernel forwards it (RBAC, if any, allowed it) to the pool picked
+    NoRoute,
+    SlowPath,  // handed to the slow path (`reason` says why)
+    RbacDeny,  // the kernel's rules pass denied: the slow path answers
+};
+
+struct Decision {
+    Verdict verdict = Verdict::SlowPath;
+    int route = -1;       // once routed
+    uint32_t reason = 0;  // enum l7_reason
+    std::array<uint32_t, kPicks> pools{};  // pool of each pick, kNoPool: none
+};
+
+// The inputs the harness takes from the test instead of the kernel, per
+// pick: the round-robin counter of the route's cluster and the two random
+// draws l7_pick_pool may make (a route's cluster among several, then an
+// endpoint of a weighted cluster), in that order.
+struct Pick {
+    uint64_t rr = 0;
+    uint32_t random[2] = {};
+};
+
+class BpfDecider {
+public:
+    // Loads the harness; throws std::runtime_error saying why it cannot
+    // (not root, no BPF, the verifier's refusal). `weak_hash`: string
+    // conditions hashed by the tests' colliding hash (the compiler must be
+    // given the same: CompileOptions::string_hash = weak_string_hash).
+    explicit BpfDecider(bool weak_hash = false);
+    ~BpfDecider();
+    BpfDecider(const BpfDecider&) = delete;
+    BpfDecider& operator=(const BpfDecider&) = delete;
+
+    // The tests' colliding hash: length % 3 plus the number of odd bytes.
+    static uint64_t weak_string_hash(uint64_t seed, std::string_view s, bool lower);
+
+    // Writes `t` into the inactive generation and makes it the active one,
+    // as a reload does; listeners keep their policy order as stable ids.
+    void install(const policy::CompiledTables& t);
+    // False when two of t's string entries have one map key (one would
+    // overwrite the other in l7_match) or an entry names a generation (the
+    // writer's job) or a space that does not exist.
+    static bool unique_string_keys(const policy::CompiledTables& t);
+
+    // The decision on one request (its head and whatever follows) from a
+    // client of listener `listener`.
+    Decision decide(std::string_view request, uint32_t listener, const std::array<Pick, kPicks>& picks);
+
+private:
+    ::decide_harness_bpf* skel_ = nullptr;
+    int prog_fd_ = -1;
+    dataplane::TableWriter tables_;
+    uint32_t active_gen_ = 0;
+    uint32_t n_clusters_ = 0;
+};
+
+}  // namespace l7fast::testing

@@ -780,105 +780,110 @@ static __always_inline void l7_relay(struct l7_slot *slot, __u64 *st, __u32 id)
 	l7_count(L7_C_RESP_RELAY);
 }
 
-#define L7_DEFINE_RESP_STEP(name, ctx_t, copy, frame, can_split)                              \
-	static __always_inline void name(ctx_t *ctx, struct l7_slot *slot,                    \
-					 struct l7_scratch *s, __u32 size, __u32 budget,      \
-					 struct l7_resp_step *o)                              \
-	{                                                                                    \
-		long pos = 0;                                                                \
-		int it;                                                                      \
-                                                                                             \
-		o->outcome = L7_O_FORWARD;                                                   \
-		for (it = 0; it < 3; it++) {                                                 \
-			long n;                                                              \
-			int r;                                                               \
-                                                                                             \
-			if (slot->resp.phase != L7_RESP_START || pos >= size)                \
-				break;                                                       \
-			if (!s) {                                                            \
-				o->outcome = pos ? L7_O_FORWARD : L7_O_RELAY;                \
-				o->pos = pos;                                                \
-				return;                                                      \
-			}                                                                    \
-			n = copy(ctx, s, pos, size - pos);                                   \
-			if (n <= 0) {                                                        \
-				o->outcome = pos ? L7_O_FORWARD : L7_O_RELAY;                \
-				o->pos = pos;                                                \
-				return;                                                      \
-			}                                                                    \
-			r = l7_g_parse(s, (__u32)n, 0);                                      \
-			if (r != L7_P_OK) {                                                  \
-				if (pos)                                                     \
-					o->outcome = L7_O_FORWARD;                           \
-				else                                                         \
-					o->outcome = L7_O_RELAY;                             \
-				o->pos = pos;                                                \
-				return;                                                      \
-			}                                                                    \
-			l7_response_body(&s->ws.msg, slot->resp.req_head);                      \
-			slot->resp.status = s->ws.msg.status;                                   \
-			if (s->ws.msg.flags & L7_MF_CLOSE)                                      \
-				slot->resp.close_after = 1;                                  \
-			/* upgrades are never sent down the kernel path; a response   \
-			 * after which the client connection closes is relayed, so   \
-			 * that the daemon's FIN follows it on the same path: a       \
-			 * redirect is delivered after the program ran, and a FIN     \
-			 * sent meanwhile could reach the client first */             \
-			if (s->ws.msg.status == 101 ||                                       \
-			    (slot->resp.close_after && s->ws.msg.status >= 200)) {           \
-				o->outcome = pos ? L7_O_FORWARD : L7_O_RELAY;                \
-				o->pos = pos;                                                \
-				return;                                                      \
-			}                                                                    \
-			if (s->ws.msg.status < 200) {                                       \
-				pos += s->ws.msg.hdr_len;                                    \
-				continue;                                                    \
-			}                                                                    \
-			/* A body that ends with the connection is relayed by the      \
-			 * daemon from its head on: after socket-to-socket data, 6.18  \
-			 * reports the closing FIN to the reader as EFAULT, not EOF. */ \
-			/* SK_SKB redirects are delivered later by the target's      \
-			 * backlog worker, so bytes the daemon relays could overtake  \
-			 * them: there the kernel takes a response whole or not at   \
-			 * all, and only when its length is known and in budget. */    \
-			if (s->ws.msg.body_kind == L7_BODY_UNTIL_CLOSE ||                    \
-			    (!can_split &&                                                   \
-			     (s->ws.msg.body_kind == L7_BODY_CHUNKED ||                      \
-			      slot->resp.bytes + pos + s->ws.msg.hdr_len +                   \
-					      s->ws.msg.content_length > budget))) {         \
-				o->outcome = pos ? L7_O_FORWARD : L7_O_RELAY;                \
-				o->pos = pos;                                                \
-				return;                                                      \
-			}                                                                    \
-			pos += s->ws.msg.hdr_len;                                            \
-			l7_body_init(&slot->resp.body, s->ws.msg.body_kind,                     \
-				     s->ws.msg.content_length);                                 \
-			slot->resp.phase = L7_RESP_BODY;                                     \
-		}                                                                            \
-		if (slot->resp.phase == L7_RESP_BODY) {                                      \
-			struct l7_body_state saved = slot->resp.body;                        \
-                                                                                             \
-			pos = frame(ctx, s, &slot->resp.body, (__u32)pos, size);             \
-			if (pos < 0) {                                                       \
-				o->outcome = L7_O_KILL;                                      \
-				return;                                                      \
-			}                                                                    \
-			if (!can_split && !slot->resp.body.done && pos < size) {              \
-				/* an skb cannot be split: let the daemon frame it */         \
-				slot->resp.body = saved;                                     \
-				o->outcome = L7_O_RELAY;                                     \
-				o->pos = 0;                                                  \
-				return;                                                      \
-			}                                                                    \
-			o->done = slot->resp.body.done;                                      \
-			if (o->done && pos < size)                                           \
-				o->extra = size - (__u32)pos;                                \
-		}                                                                            \
-		o->pos = (__u32)pos;                                                         \
-	}
+/* The step ends at `pos`: the bytes before it go on the kernel path, the
+ * rest (all of it when pos is 0) to the daemon. */
+static __always_inline void l7_resp_stop(struct l7_resp_step *o, long pos)
+{
+	o->outcome = pos ? L7_O_FORWARD : L7_O_RELAY;
+	o->pos = pos;
+}
 
-L7_DEFINE_RESP_STEP(l7_resp_step_msg, struct sk_msg_md, l7_copy_msg, l7_frame_msg, 1)
-L7_DEFINE_RESP_STEP(l7_resp_step_skb, struct __sk_buff, l7_copy_skb, l7_frame_skb, 0)
+/*
+ * One response message on a KBUSY slot: its heads (interim ones included)
+ * parsed, its body framed; `o` says what to do with it. `ctx` is the hook's
+ * context: a struct __sk_buff when `is_skb` (SK_SKB: an skb cannot be split,
+ * see below), else a struct sk_msg_md. Inlined into each hook with
+ * `is_skb` a constant, so each gets only its own branches.
+ */
+static __always_inline void l7_resp_step(void *ctx, const bool is_skb, struct l7_slot *slot,
+					 struct l7_scratch *s, __u32 size, __u32 budget,
+					 struct l7_resp_step *o)
+{
+	long pos = 0;
+	int it;
+
+	o->outcome = L7_O_FORWARD;
+	for (it = 0; it < 3; it++) {
+		long n;
+		int r;
+
+		if (slot->resp.phase != L7_RESP_START || pos >= size)
+			break;
+		if (!s) {
+			l7_resp_stop(o, pos);
+			return;
+		}
+		n = is_skb ? l7_copy_skb(ctx, s, pos, size - pos) : l7_copy_msg(ctx, s, pos, size - pos);
+		if (n <= 0) {
+			l7_resp_stop(o, pos);
+			return;
+		}
+		r = l7_g_parse(s, (__u32)n, 0);
+		if (r != L7_P_OK) {
+			l7_resp_stop(o, pos);
+			return;
+		}
+		l7_response_body(&s->ws.msg, slot->resp.req_head);
+		slot->resp.status = s->ws.msg.status;
+		if (s->ws.msg.flags & L7_MF_CLOSE)
+			slot->resp.close_after = 1;
+		/* upgrades are never sent down the kernel path; a response
+		 * after which the client connection closes is relayed, so
+		 * that the daemon's FIN follows it on the same path: a
+		 * redirect is delivered after the program ran, and a FIN
+		 * sent meanwhile could reach the client first */
+		if (s->ws.msg.status == 101 ||
+		    (slot->resp.close_after && s->ws.msg.status >= 200)) {
+			l7_resp_stop(o, pos);
+			return;
+		}
+		if (s->ws.msg.status < 200) {
+			pos += s->ws.msg.hdr_len;
+			continue;
+		}
+		/* A body that ends with the connection is relayed by the
+		 * daemon from its head on: after socket-to-socket data, 6.18
+		 * reports the closing FIN to the reader as EFAULT, not EOF. */
+		/* SK_SKB redirects are delivered later by the target's
+		 * backlog worker, so bytes the daemon relays could overtake
+		 * them: there the kernel takes a response whole or not at
+		 * all, and only when its length is known and in budget. */
+		if (s->ws.msg.body_kind == L7_BODY_UNTIL_CLOSE ||
+		    (is_skb &&
+		     (s->ws.msg.body_kind == L7_BODY_CHUNKED ||
+		      slot->resp.bytes + pos + s->ws.msg.hdr_len +
+				      s->ws.msg.content_length > budget))) {
+			l7_resp_stop(o, pos);
+			return;
+		}
+		pos += s->ws.msg.hdr_len;
+		l7_body_init(&slot->resp.body, s->ws.msg.body_kind,
+			     s->ws.msg.content_length);
+		slot->resp.phase = L7_RESP_BODY;
+	}
+	if (slot->resp.phase == L7_RESP_BODY) {
+		struct l7_body_state saved = slot->resp.body;
+
+		pos = is_skb ? l7_frame_skb(ctx, s, &slot->resp.body, (__u32)pos, size)
+			     : l7_frame_msg(ctx, s, &slot->resp.body, (__u32)pos, size);
+		if (pos < 0) {
+			o->outcome = L7_O_KILL;
+			return;
+		}
+		if (is_skb && !slot->resp.body.done && pos < size) {
+			/* an skb cannot be split: let the daemon frame it */
+			slot->resp.body = saved;
+			o->outcome = L7_O_RELAY;
+			o->pos = 0;
+			return;
+		}
+		o->done = slot->resp.body.done;
+		if (o->done && pos < size)
+			o->extra = size - (__u32)pos;
+	}
+	o->pos = (__u32)pos;
+}
+
 
 /* Socket-to-socket into a local client's ingress; to a remote client
  * through the daemon's accepted socket. */
@@ -968,7 +973,7 @@ int l7_resp_msg(struct sk_msg_md *msg)
 	}
 	if (slot->resp.phase == L7_RESP_START || slot->resp.body.kind == L7_BODY_CHUNKED)
 		s = l7_scratch_get();
-	l7_resp_step_msg(msg, slot, s, size, 0, &o);
+	l7_resp_step(msg, /* is_skb */ 0, slot, s, size, 0, &o);
 	if (s)
 		l7_scratch_put(s);
 	L7_TRACE(L7_T_RESP, slot->client, o.outcome, o.pos | ((__u64)o.done << 32));
@@ -1046,7 +1051,7 @@ int l7_resp_skb(struct __sk_buff *skb)
 	cfg = l7_cfg();
 	if (slot->resp.phase == L7_RESP_START)
 		s = l7_scratch_get();
-	l7_resp_step_skb(skb, slot, s, size, cfg ? cfg->ingress_budget : 0, &o);
+	l7_resp_step(skb, /* is_skb */ 1, slot, s, size, cfg ? cfg->ingress_budget : 0, &o);
 	if (s)
 		l7_scratch_put(s);
 

@@ -18,26 +18,6 @@
 
 #include "lib/conn.h"
 
-/* daemon writes (PolicyCompiler, per generation); req reads.
- * Index gen * L7_MAX_JWT_PROVIDERS + provider; max_token == 0: the provider
- * is not in the kernel. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, L7_GENS * L7_MAX_JWT_PROVIDERS);
-	__type(key, __u32);
-	__type(value, struct l7_jwt_provider);
-} l7_jwt_providers SEC(".maps");
-
-/* daemon inserts after a successful reference verification (ClientSession)
- * and deletes a generation's entries before staging that generation; req
- * reads. LRU: a full cache evicts, which only costs a slow-path trip. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, L7_JWT_CACHE);
-	__type(key, struct l7_jwt_key);
-	__type(value, struct l7_jwt_entry);
-} l7_jwt_cache SEC(".maps");
-
 #define L7_JWT_WORDS (L7_JWT_MAX_TOKEN / 8)
 
 struct l7_jwt_cmp {

@@ -9,6 +9,7 @@
 #define L7_MAPS_H
 
 #include "l7fast_abi.h"
+#include "l7_scratch.h"
 
 /* daemon writes; all programs read. One entry. */
 struct {
@@ -265,5 +266,42 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 256 * 1024);
 } l7_events SEC(".maps");
+
+/* ---- JWT (bpf/include/l7_jwtcache.h) ------------------------------------- */
+
+/* daemon writes (PolicyCompiler, per generation); req reads.
+ * Index gen * L7_MAX_JWT_PROVIDERS + provider; max_token == 0: the provider
+ * is not in the kernel. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, L7_GENS * L7_MAX_JWT_PROVIDERS);
+	__type(key, __u32);
+	__type(value, struct l7_jwt_provider);
+} l7_jwt_providers SEC(".maps");
+
+/* daemon inserts after a successful reference verification (ClientSession)
+ * and deletes a generation's entries before staging that generation; req
+ * reads. LRU: a full cache evicts, which only costs a slow-path trip. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, L7_JWT_CACHE);
+	__type(key, struct l7_jwt_key);
+	__type(value, struct l7_jwt_entry);
+} l7_jwt_cache SEC(".maps");
+
+/* programs use (claimed with l7_scratch_get, bpf/lib/conn.h); nobody else.
+ * L7_SCRATCH_SLOTS per possible CPU (sized). The header window, the parse
+ * result and bitmaps, too big for the 512-byte stack. Programs can be
+ * preempted (PREEMPT_DYNAMIC) and SK_SKB runs in softirq on top of SK_MSG, so
+ * an entry is claimed with a compare-and-swap on `busy` rather than assumed
+ * free; with none free the message takes the slow path. A plain array
+ * indexed by CPU, not a per-CPU one: a per-CPU value is limited to 32 KiB,
+ * less than the window. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, L7_SCRATCH_SLOTS);
+	__type(key, __u32);
+	__type(value, struct l7_scratch);
+} l7_scratch SEC(".maps");
 
 #endif /* L7_MAPS_H */

@@ -75,7 +75,7 @@
 /* Header blocks up to this size are parsed in the kernel; larger ones go to
  * the slow path, which accepts up to L7_USER_MAX_HDR_BLOCK (then 431). */
 #define L7_SCRATCH_SIZE 32768
-#define L7_SCRATCH_SLOTS 4 /* scratch entries per possible CPU (bpf/lib/conn.h) */
+#define L7_SCRATCH_SLOTS 4 /* scratch entries per possible CPU (l7_scratch, bpf/include/l7_maps.h) */
 #define L7_USER_MAX_HDR_BLOCK 65536
 
 enum l7_method {

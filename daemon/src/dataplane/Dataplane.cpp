@@ -248,7 +248,7 @@ bool Dataplane::load(bool adopt)
         throw DataplaneError("opening the embedded BPF object: " + errstr(errno));
     // load-time specialisation: the verifier prunes what these disable
     skel_->rodata->cfg_trace = opts_.trace ? 1 : 0;
-    // scratch entries per possible CPU (bpf/lib/conn.h)
+    // scratch entries per possible CPU (l7_scratch, bpf/include/l7_maps.h)
     bpf_map__set_max_entries(skel_->maps.l7_scratch, static_cast<uint32_t>(ncpus_) * L7_SCRATCH_SLOTS);
     if (adopt) {
         bpf_map* map;

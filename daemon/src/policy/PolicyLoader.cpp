@@ -22,6 +22,7 @@
 #include "auth/JwtKeys.hpp"
 #include "common/Log.hpp"
 #include "l7fast_abi.h"
+#include "policy/LoaderToml.hpp"
 #include "policy/PathNormalize.hpp"
 #include "policy/Router.hpp"
 #include "policy/Text.hpp"
@@ -70,6 +71,7 @@ std::string PolicyLoadResult::error_text() const
     return out;
 }
 
+namespace loader {
 namespace {
 
 using text::is_token;
@@ -122,23 +124,8 @@ constexpr int64_t kMaxEjectionMs = 86'400'000;      // one day
 constexpr std::array<std::string_view, 9> kReservedFields{
     "host", "content-length", "transfer-encoding", "connection", "keep-alive",
     "proxy-connection", "te", "trailer", "upgrade"};
-// Errors collected before sorting; only the first kMaxErrors are reported.
-constexpr size_t kMaxCollectedErrors = 1000;
 
 // ---- text -------------------------------------------------------------------
-
-bool is_bare_key(std::string_view k)
-{
-    return !k.empty() && std::all_of(k.begin(), k.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-               c == '_' || c == '-';
-    });
-}
-
-std::string key_text(std::string_view k)
-{
-    return is_bare_key(k) ? std::string(k) : quote(k);
-}
 
 std::string byte_text(unsigned char c)
 {
@@ -149,32 +136,6 @@ std::string byte_text(unsigned char c)
         return "a tab";
     std::snprintf(hex, sizeof(hex), "byte 0x%02X", c);
     return hex;
-}
-
-std::string joined(const std::vector<std::string>& items, size_t max_items = 12)
-{
-    std::string out;
-    for (size_t i = 0; i < items.size() && i < max_items; i++)
-        out += (i ? ", " : "") + items[i];
-    if (items.size() > max_items)
-        out += ", ...";
-    return out;
-}
-
-std::string a_type(toml::node_type t)
-{
-    switch (t) {
-    case toml::node_type::table: return "a table";
-    case toml::node_type::array: return "an array";
-    case toml::node_type::string: return "a string";
-    case toml::node_type::integer: return "an integer";
-    case toml::node_type::floating_point: return "a floating-point number";
-    case toml::node_type::boolean: return "a boolean";
-    case toml::node_type::date: return "a date";
-    case toml::node_type::time: return "a time";
-    case toml::node_type::date_time: return "a date-time";
-    default: return "nothing";
-    }
 }
 
 // ---- values of the format -----------------------------------------------------
@@ -430,276 +391,6 @@ bool is_loopback(const SocketAddress& a)
     return a.family == AF_INET ? a.ip[0] == 127 : a.ip == kLoopback6;
 }
 
-// ---- errors -------------------------------------------------------------------
-
-class ErrorSink {
-public:
-    void add(size_t source, SourceLocation at, std::string key, std::string message)
-    {
-        if (entries_.size() >= kMaxCollectedErrors)
-            return;
-        entries_.push_back({source, PolicyError{std::move(at.file), at.line, at.column,
-                                                std::move(key), std::move(message)}});
-    }
-    bool empty() const { return entries_.empty(); }
-
-    // By file (load order), then position; at most kMaxErrors.
-    std::vector<PolicyError> take()
-    {
-        std::stable_sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) {
-            return std::tie(a.source, a.error.line, a.error.column) <
-                   std::tie(b.source, b.error.line, b.error.column);
-        });
-        std::vector<PolicyError> out;
-        for (size_t i = 0; i < entries_.size() && i < PolicyLoader::kMaxErrors; i++)
-            out.push_back(std::move(entries_[i].error));
-        return out;
-    }
-
-private:
-    struct Entry {
-        size_t source;
-        PolicyError error;
-    };
-    std::vector<Entry> entries_;
-};
-
-// A parsed file.
-struct Document {
-    size_t index = 0;  // load order; 0 is the main file
-    std::string file;
-    std::string_view text;
-    std::vector<size_t> line_starts;  // byte offset of each line, from line 1
-    toml::table root;
-};
-
-// Reports errors about one document's nodes.
-class FileContext {
-public:
-    FileContext(const Document& doc, ErrorSink& sink) : doc_(doc), sink_(sink) {}
-
-    const Document& doc() const { return doc_; }
-    SourceLocation at(const toml::node& n) const { return at(n.source()); }
-    SourceLocation at(const toml::key& k) const { return at(k.source()); }
-    // The position of byte `offset` of the string value `n` when it is
-    // written on one line without escapes and is ASCII up to there (so a
-    // column is a byte); otherwise the position of the value.
-    SourceLocation at_byte(const toml::node& n, std::string_view value, size_t offset) const
-    {
-        SourceLocation where = at(n);
-        if (where.line == 0 || where.line > doc_.line_starts.size() || where.column == 0 || offset > value.size())
-            return where;
-        const std::string_view text = doc_.text;
-        const size_t open = doc_.line_starts[where.line - 1] + where.column - 1;
-        if (open >= text.size() || (text[open] != '"' && text[open] != '\''))
-            return where;
-        const size_t close = open + 1 + value.size();
-        if (close >= text.size() || text.substr(open + 1, value.size()) != value || text[close] != text[open])
-            return where;
-        if (std::any_of(value.begin(), value.begin() + static_cast<ptrdiff_t>(offset),
-                        [](char c) { return static_cast<unsigned char>(c) >= 0x80; }))
-            return where;
-        where.column += static_cast<uint32_t>(1 + offset);
-        return where;
-    }
-    void error(const SourceLocation& where, std::string key, std::string message) const
-    {
-        sink_.add(doc_.index, where, std::move(key), std::move(message));
-    }
-
-private:
-    SourceLocation at(const toml::source_region& r) const { return {doc_.file, r.begin.line, r.begin.column}; }
-
-    const Document& doc_;
-    ErrorSink& sink_;
-};
-
-// Where something was written, with the key path errors about it use.
-struct Located {
-    size_t source = 0;
-    SourceLocation at;
-    std::string key;
-};
-
-template <class T>
-auto expect(const FileContext& cx, const toml::node& n, const std::string& path, std::string_view expected)
-{
-    auto* v = n.as<T>();
-    if (!v)
-        cx.error(cx.at(n), path, "expected " + std::string(expected) + ", got " + a_type(n.type()));
-    return v;
-}
-
-// Typed access to the keys of one table. Keys not in `allowed` are reported
-// when the reader is made: unknown keys are errors, never ignored.
-class TableReader {
-public:
-    TableReader(const FileContext& cx, const toml::table& t, std::string path,
-                std::vector<std::string> allowed)
-        : cx_(cx), table_(t), path_(std::move(path)), allowed_(std::move(allowed))
-    {
-        for (auto&& [k, v] : table_) {
-            if (std::find(allowed_.begin(), allowed_.end(), k.str()) != allowed_.end())
-                continue;
-            std::string message = "unknown key";
-            if (auto guess = closest(k.str(), allowed_))
-                message += " (did you mean \"" + *guess + "\"?)";
-            cx_.error(cx_.at(k), child(k.str()), message + "; allowed here: " + joined(allowed_, 32));
-        }
-    }
-
-    const FileContext& context() const { return cx_; }
-    const std::string& path() const { return path_; }
-    std::string child(std::string_view k) const
-    {
-        return path_.empty() ? key_text(k) : path_ + "." + key_text(k);
-    }
-    SourceLocation where() const { return cx_.at(table_); }
-    bool has(std::string_view k) const { return table_.get(k) != nullptr; }
-    const toml::node* node(std::string_view k) const { return table_.get(k); }
-    // The first of `keys` written here after another of them, to report "give
-    // only one of"; nullptr when at most one is present.
-    const char* second_of(std::initializer_list<const char*> keys) const
-    {
-        int seen = 0;
-        for (const char* k : keys)
-            if (has(k) && ++seen == 2)
-                return k;
-        return nullptr;
-    }
-    Located located(std::string_view k) const
-    {
-        const toml::node* n = table_.get(k);
-        return {cx_.doc().index, n ? cx_.at(*n) : where(), child(k)};
-    }
-
-    void error(std::string_view k, std::string message) const
-    {
-        const toml::node* n = table_.get(k);
-        cx_.error(n ? cx_.at(*n) : where(), child(k), std::move(message));
-    }
-    void error_here(std::string message) const { cx_.error(where(), path_, std::move(message)); }
-    bool is_empty_array(std::string_view k) const
-    {
-        const toml::node* n = table_.get(k);
-        return n && n->is_array() && n->as_array()->empty();
-    }
-    void missing(std::string_view k, std::string_view why) const
-    {
-        cx_.error(where(), child(k), "missing; " + std::string(why));
-    }
-
-    std::optional<std::string> string(std::string_view k) const
-    {
-        const toml::node* n = table_.get(k);
-        if (!n)
-            return std::nullopt;
-        auto* v = expect<std::string>(cx_, *n, child(k), "a string");
-        return v ? std::optional<std::string>(v->get()) : std::nullopt;
-    }
-    std::optional<std::string> required_string(std::string_view k, std::string_view why) const
-    {
-        if (!has(k)) {
-            missing(k, why);
-            return std::nullopt;
-        }
-        return string(k);
-    }
-    std::optional<bool> boolean(std::string_view k) const
-    {
-        const toml::node* n = table_.get(k);
-        if (!n)
-            return std::nullopt;
-        auto* v = expect<bool>(cx_, *n, child(k), "a boolean (true or false)");
-        return v ? std::optional<bool>(v->get()) : std::nullopt;
-    }
-    std::optional<int64_t> integer(std::string_view k, int64_t lo, int64_t hi, std::string_view hint = {}) const
-    {
-        const toml::node* n = table_.get(k);
-        if (!n)
-            return std::nullopt;
-        auto* v = expect<int64_t>(cx_, *n, child(k), "an integer");
-        if (!v)
-            return std::nullopt;
-        const int64_t x = v->get();
-        if (x < lo || x > hi) {
-            std::string message = std::to_string(x) + " is out of range " + std::to_string(lo) + ".." +
-                                  std::to_string(hi);
-            if (!hint.empty())
-                message += " (" + std::string(hint) + ")";
-            cx_.error(cx_.at(*n), child(k), message);
-            return std::nullopt;
-        }
-        return x;
-    }
-    const toml::table* table(std::string_view k) const
-    {
-        const toml::node* n = table_.get(k);
-        return n ? expect<toml::table>(cx_, *n, child(k), "a table") : nullptr;
-    }
-    const toml::array* array(std::string_view k, std::string_view expected) const
-    {
-        const toml::node* n = table_.get(k);
-        return n ? expect<toml::array>(cx_, *n, child(k), expected) : nullptr;
-    }
-
-    // A string, or an array of strings: each element with its key path.
-    struct ListItem {
-        std::string value;
-        Located where;
-    };
-    std::optional<std::vector<ListItem>> string_list(std::string_view k, std::string_view empty_hint) const
-    {
-        const toml::node* n = table_.get(k);
-        if (!n)
-            return std::nullopt;
-        const size_t src = cx_.doc().index;
-        if (auto* s = n->as_string())
-            return std::vector<ListItem>{{s->get(), {src, cx_.at(*n), child(k)}}};
-        auto* arr = expect<toml::array>(cx_, *n, child(k), "a string or an array of strings");
-        if (!arr)
-            return std::nullopt;
-        if (arr->empty()) {
-            cx_.error(cx_.at(*n), child(k), "empty list; " + std::string(empty_hint));
-            return std::nullopt;
-        }
-        std::vector<ListItem> items;
-        bool ok = true;
-        for (size_t i = 0; i < arr->size(); i++) {
-            const std::string path = child(k) + "[" + std::to_string(i) + "]";
-            const toml::node& e = *arr->get(i);
-            if (auto* s = expect<std::string>(cx_, e, path, "a string"))
-                items.push_back({s->get(), {src, cx_.at(e), path}});
-            else
-                ok = false;
-        }
-        return ok ? std::optional(std::move(items)) : std::nullopt;
-    }
-
-    // The elements of an array of tables (`[[x]]` or `[{...}, {...}]`).
-    std::vector<const toml::table*> tables(std::string_view k, std::string_view expected) const
-    {
-        std::vector<const toml::table*> out;
-        const toml::array* arr = array(k, expected);
-        if (!arr)
-            return out;
-        for (size_t i = 0; i < arr->size(); i++) {
-            const toml::node& e = *arr->get(i);
-            if (auto* t = expect<toml::table>(cx_, e, child(k) + "[" + std::to_string(i) + "]", "a table"))
-                out.push_back(t);
-            else
-                out.push_back(nullptr);
-        }
-        return out;
-    }
-
-private:
-    const FileContext& cx_;
-    const toml::table& table_;
-    std::string path_;
-    std::vector<std::string> allowed_;
-};
-
 // `listener "web"` when the table has a usable name, `listener[2]` otherwise
 // (index within its file, from 0).
 std::string entity_path(std::string_view kind, size_t index, const toml::table& t)
@@ -764,27 +455,6 @@ void read_name(const TableReader& r, std::string_view what, NamedDraft& d)
         return;
     }
     d.name = std::move(*name);
-}
-
-std::string index_path(const TableReader& r, std::string_view k, size_t i)
-{
-    return r.child(k) + "[" + std::to_string(i) + "]";
-}
-
-// An array of tables `k`, each read with its own TableReader (nullptr
-// entries are elements that are not tables, already reported). An empty
-// array is reported with `empty_hint`, a longer one than `max` too.
-std::vector<const toml::table*> bounded_tables(const TableReader& r, std::string_view k, std::string_view expected,
-                                               std::string_view empty_hint, size_t max)
-{
-    std::vector<const toml::table*> out = r.tables(k, expected);
-    if (r.is_empty_array(k))
-        r.error(k, "empty list; " + std::string(empty_hint));
-    if (out.size() > max) {
-        r.error(k, std::to_string(out.size()) + " entries; at most " + std::to_string(max));
-        out.clear();
-    }
-    return out;
 }
 
 // ---- [daemon] ---------------------------------------------------------------------
@@ -2495,18 +2165,19 @@ PolicyLoadResult guarded(const std::string& file, F&& body)
 }
 
 }  // namespace
+}  // namespace loader
 
 PolicyLoadResult PolicyLoader::load_sources(std::span<const PolicySource> sources)
 {
-    return guarded(sources.empty() ? "" : sources.front().filename, [&] {
-        ErrorSink sink;
-        return load_sources_unguarded(sources, sink);
+    return loader::guarded(sources.empty() ? "" : sources.front().filename, [&] {
+        loader::ErrorSink sink;
+        return loader::load_sources_unguarded(sources, sink);
     });
 }
 
 PolicyLoadResult PolicyLoader::load_string(std::string_view text, const std::string& pseudo_filename)
 {
-    return guarded(pseudo_filename, [&] {
+    return loader::guarded(pseudo_filename, [&] {
         const PolicySource source{pseudo_filename, std::string(text)};
         return load_sources(std::span(&source, 1));
     });
@@ -2515,7 +2186,7 @@ PolicyLoadResult PolicyLoader::load_string(std::string_view text, const std::str
 PolicyLoadResult PolicyLoader::load(const std::filesystem::path& main_file,
                                     const std::filesystem::path& dropin_dir)
 {
-    return guarded(main_file.string(), [&] {
+    return loader::guarded(main_file.string(), [&] {
         std::vector<std::filesystem::path> files{main_file};
         std::vector<PolicyError> errors;
         if (!dropin_dir.empty()) {
@@ -2540,7 +2211,7 @@ PolicyLoadResult PolicyLoader::load(const std::filesystem::path& main_file,
         std::vector<PolicySource> sources;
         for (const auto& f : files) {
             std::string why;
-            if (auto text = read_file(f, &why))
+            if (auto text = loader::read_file(f, &why))
                 sources.push_back({f.string(), std::move(*text)});
             else
                 errors.push_back({f.string(), 0, 0, "", why});

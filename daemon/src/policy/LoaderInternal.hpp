@@ -1,0 +1,87 @@
+// What the policy loader's section readers share with each other and with
+// the assembler (PolicyLoader.cpp): the drafts a file's tables are read
+// into, and the readers. Each file of the loader holds one part:
+//   LoaderToml     the TOML reader and the error sink (LoaderToml.hpp)
+//   LoaderChecks   the values of the format, one at a time (LoaderChecks.hpp)
+//   LoadCommon     an entity's name and key path, request keys
+//   LoadDaemonListeners  [daemon] and [[listener]]
+//   PolicyLoader   [[cluster]], [[route]], [[jwt_provider]]; one file's top
+//                  level; the whole policy across files (unique names,
+//                  references, addresses); PolicyLoader::load*
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <toml++/toml.h>
+
+#include "policy/LoaderToml.hpp"
+#include "policy/Policy.hpp"
+
+namespace l7fast::policy::loader {
+
+// ---- drafts: what each file says, with where it says it ----------------------
+
+struct NamedDraft {
+    std::optional<std::string> name;  // set when present and valid
+    Located name_at;
+    Located where;  // the entity's table
+};
+
+struct ListenerDraft : NamedDraft {
+    std::optional<SocketAddress> address;
+    Located address_at;
+};
+
+struct ClusterDraft : NamedDraft {
+    Cluster value;
+    std::vector<Located> endpoint_at;  // parallel to value.endpoints
+};
+
+struct Reference {
+    std::string name;
+    Located at;
+};
+
+struct RouteDraft : NamedDraft {
+    Route value;
+    std::vector<Reference> listener_refs;
+    std::vector<Reference> cluster_refs;  // parallel to value.clusters
+    std::optional<Reference> jwt_ref;
+};
+
+struct JwtProviderDraft : NamedDraft {
+    JwtProvider value;
+};
+
+struct Drafts {
+    std::optional<DaemonSettings> daemon;
+    std::optional<Located> metrics_at;  // daemon.metrics_address
+    std::vector<ListenerDraft> listeners;
+    std::vector<ClusterDraft> clusters;
+    std::vector<RouteDraft> routes;
+    std::vector<JwtProviderDraft> jwt_providers;
+};
+
+// ---- shared by the section readers (LoadCommon.cpp) -----------------------------
+
+// `listener "web"` when the table has a usable name, `listener[2]` otherwise
+// (index within its file, from 0).
+std::string entity_path(std::string_view kind, size_t index, const toml::table& t);
+// Where the entity is, and its `name` (set only when valid; a missing or
+// invalid one is reported).
+void read_name(const TableReader& r, std::string_view what, NamedDraft& d);
+// `{ header = "x" }`, `{ cookie = "c" }`, `{ source_ip = true }` or (rate
+// limits) `{ claim = "sub" }`.
+std::optional<RequestKey> read_request_key(const TableReader& parent, std::string_view k, bool claims_allowed,
+                                           std::optional<Located>* claim_at = nullptr);
+
+// ---- the sections: each reads one table into `out` ------------------------------
+
+void read_daemon(const FileContext& cx, const toml::table& t, DaemonSettings& s, Drafts& out);  // [daemon]
+void read_listener(const FileContext& cx, const toml::table& t, size_t index, Drafts& out);    // [[listener]]
+
+}  // namespace l7fast::policy::loader

@@ -5,9 +5,10 @@
 //   LoaderChecks   the values of the format, one at a time (LoaderChecks.hpp)
 //   LoadCommon     an entity's name and key path, request keys
 //   LoadDaemonListeners  [daemon] and [[listener]]
-//   PolicyLoader   [[cluster]], [[route]], [[jwt_provider]]; one file's top
-//                  level; the whole policy across files (unique names,
-//                  references, addresses); PolicyLoader::load*
+//   LoadClusters   [[cluster]], its health_check and outlier_detection
+//   PolicyLoader   [[route]], [[jwt_provider]]; one file's top level; the
+//                  whole policy across files (unique names, references,
+//                  addresses); PolicyLoader::load*
 #pragma once
 
 #include <cstddef>
@@ -83,5 +84,6 @@ std::optional<RequestKey> read_request_key(const TableReader& parent, std::strin
 
 void read_daemon(const FileContext& cx, const toml::table& t, DaemonSettings& s, Drafts& out);  // [daemon]
 void read_listener(const FileContext& cx, const toml::table& t, size_t index, Drafts& out);    // [[listener]]
+void read_cluster(const FileContext& cx, const toml::table& t, size_t index, Drafts& out);     // [[cluster]]
 
 }  // namespace l7fast::policy::loader

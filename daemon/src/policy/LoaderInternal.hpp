@@ -6,6 +6,7 @@
 //   LoadCommon     an entity's name and key path, request keys
 //   LoadDaemonListeners  [daemon] and [[listener]]
 //   LoadClusters   [[cluster]], its health_check and outlier_detection
+//   LoadRouteMatch the conditions of [route.match] and of RBAC rules
 //   PolicyLoader   [[route]], [[jwt_provider]]; one file's top level; the
 //                  whole policy across files (unique names, references,
 //                  addresses); PolicyLoader::load*
@@ -85,5 +86,12 @@ std::optional<RequestKey> read_request_key(const TableReader& parent, std::strin
 void read_daemon(const FileContext& cx, const toml::table& t, DaemonSettings& s, Drafts& out);  // [daemon]
 void read_listener(const FileContext& cx, const toml::table& t, size_t index, Drafts& out);    // [[listener]]
 void read_cluster(const FileContext& cx, const toml::table& t, size_t index, Drafts& out);     // [[cluster]]
+
+// ---- parts of [[route]] ----------------------------------------------------------
+
+// The conditions of a route's match or of an RBAC rule (`with_host`: route
+// matches only). Returns where claim conditions were written, if anywhere:
+// they need the route's JWT provider.
+std::optional<Located> read_conditions(const TableReader& r, RouteMatch& m, bool with_host);
 
 }  // namespace l7fast::policy::loader

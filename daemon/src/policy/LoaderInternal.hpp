@@ -6,8 +6,9 @@
 //   LoadCommon     an entity's name and key path, request keys
 //   LoadDaemonListeners  [daemon] and [[listener]]
 //   LoadClusters   [[cluster]], its health_check and outlier_detection
+//   LoadRoutes     [[route]]: targets, actions, RBAC, rate limits
 //   LoadRouteMatch the conditions of [route.match] and of RBAC rules
-//   PolicyLoader   [[route]], [[jwt_provider]]; one file's top level; the
+//   PolicyLoader   [[jwt_provider]]; one file's top level; the
 //                  whole policy across files (unique names, references,
 //                  addresses); PolicyLoader::load*
 #pragma once
@@ -86,6 +87,7 @@ std::optional<RequestKey> read_request_key(const TableReader& parent, std::strin
 void read_daemon(const FileContext& cx, const toml::table& t, DaemonSettings& s, Drafts& out);  // [daemon]
 void read_listener(const FileContext& cx, const toml::table& t, size_t index, Drafts& out);    // [[listener]]
 void read_cluster(const FileContext& cx, const toml::table& t, size_t index, Drafts& out);     // [[cluster]]
+void read_route(const FileContext& cx, const toml::table& t, size_t index, Drafts& out);       // [[route]]
 
 // ---- parts of [[route]] ----------------------------------------------------------
 

@@ -1,16 +1,17 @@
-// What the policy loader's section readers share with each other and with
-// the assembler (PolicyLoader.cpp): the drafts a file's tables are read
-// into, and the readers. Each file of the loader holds one part:
-//   LoaderToml     the TOML reader and the error sink (LoaderToml.hpp)
-//   LoaderChecks   the values of the format, one at a time (LoaderChecks.hpp)
-//   LoadCommon     an entity's name and key path, request keys
-//   LoadDaemonListeners  [daemon] and [[listener]]
-//   LoadClusters   [[cluster]], its health_check and outlier_detection
-//   LoadRoutes     [[route]]: targets, actions, RBAC, rate limits
-//   LoadRouteMatch the conditions of [route.match] and of RBAC rules
-//   PolicyLoader   [[jwt_provider]]; one file's top level; the
-//                  whole policy across files (unique names, references,
-//                  addresses); PolicyLoader::load*
+// What the policy loader's files share beyond the TOML reader
+// (LoaderToml.hpp), the value checks (LoaderChecks.hpp) and the limits
+// (LoaderLimits.hpp): the drafts a file's tables are read into, and the
+// readers of its sections. The loader's files:
+//   PolicyLoader.cpp         the files, each file's top level, the whole policy
+//                            across files (unique names, references, addresses)
+//   LoaderToml.cpp           the TOML reader and the error sink
+//   LoaderChecks.cpp         the values of the format, one at a time
+//   LoadCommon.cpp           an entity's name and key path, request keys
+//   LoadDaemonListeners.cpp  [daemon] and [[listener]]
+//   LoadClusters.cpp         [[cluster]], its health_check and outlier_detection
+//   LoadRoutes.cpp           [[route]]: targets, actions, RBAC, rate limit
+//   LoadRouteMatch.cpp       the conditions of [route.match] and of RBAC rules
+//   LoadJwt.cpp              [[jwt_provider]]
 #pragma once
 
 #include <cstddef>
@@ -82,14 +83,15 @@ void read_name(const TableReader& r, std::string_view what, NamedDraft& d);
 std::optional<RequestKey> read_request_key(const TableReader& parent, std::string_view k, bool claims_allowed,
                                            std::optional<Located>* claim_at = nullptr);
 
-// ---- the sections: each reads one table into `out` ------------------------------
+// ---- the sections, one table each; read_document (PolicyLoader.cpp) calls them ----
 
-void read_daemon(const FileContext& cx, const toml::table& t, DaemonSettings& s, Drafts& out);  // [daemon]
-void read_listener(const FileContext& cx, const toml::table& t, size_t index, Drafts& out);    // [[listener]]
-void read_cluster(const FileContext& cx, const toml::table& t, size_t index, Drafts& out);     // [[cluster]]
-void read_route(const FileContext& cx, const toml::table& t, size_t index, Drafts& out);       // [[route]]
+void read_daemon(const FileContext& cx, const toml::table& t, DaemonSettings& s, Drafts& out);
+void read_listener(const FileContext& cx, const toml::table& t, size_t index, Drafts& out);
+void read_cluster(const FileContext& cx, const toml::table& t, size_t index, Drafts& out);
+void read_route(const FileContext& cx, const toml::table& t, size_t index, Drafts& out);
+void read_jwt_provider(const FileContext& cx, const toml::table& t, size_t index, Drafts& out);
 
-// ---- parts of [[route]] ----------------------------------------------------------
+// ---- parts of [[route]] (LoadRouteMatch.cpp) -------------------------------------
 
 // The conditions of a route's match or of an RBAC rule (`with_host`: route
 // matches only). Returns where claim conditions were written, if anywhere:

@@ -2,7 +2,7 @@
 /*
  * Token-bucket arithmetic of route rate limits, shared by the data plane
  * (under a bpf_spin_lock: no helpers, no calls, no maps here) and the slow
- * path (policy/RateLimiter). One implementation, so both paths admit the same
+ * path (proxy/RateLimiter). One implementation, so both paths admit the same
  * requests from the same bucket state.
  *
  * Fixed point: a bucket holds milli-tokens; a request takes one token

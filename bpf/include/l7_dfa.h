@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * Runs a DFA compiled by the daemon's safe regex engine
- * (daemon/src/policy/SafeRegex.cpp: path_regex patterns) over a byte window:
+ * (daemon/src/semantics/SafeRegex.cpp: path_regex patterns) over a byte window:
  * one table lookup per byte, so the cost is linear in the input whatever the
  * pattern. Compiles as BPF and natively; the unit tests hold this runner to
  * SafeRegex::full_match() on random patterns and strings

@@ -2,7 +2,7 @@
 /*
  * Request header mutation in the data plane: which field lines of a parsed
  * head a struct l7_mutation removes, and where its lines go. The rule is
- * policy/Mutation.hpp's, byte for byte:
+ * semantics/Mutation.hpp's, byte for byte:
  *
  *   out = head[0, insert_at) without the dropped lines
  *         + add[0, set_len) + forwarded-claim lines + add[set_len, add_len)

@@ -231,7 +231,7 @@ struct l7_lb_table {
 };
 
 /* A response the kernel sends itself (direct responses, RBAC denials,
- * 401 without a token): the exact bytes policy/Responses.hpp makes. */
+ * 401 without a token): the exact bytes semantics/Responses.hpp makes. */
 struct l7_response {
 	__u32 len;
 	__u16 status;
@@ -239,7 +239,7 @@ struct l7_response {
 	__u8 bytes[L7_MAX_RESP_BYTES];
 };
 
-/* A request header mutation (policy/Mutation.hpp, byte for byte): field
+/* A request header mutation (semantics/Mutation.hpp, byte for byte): field
  * lines whose lower-cased name is one of remove_name[] go, then the lines
  * add[0, set_len), the token's forwarded-claim lines, and add[set_len,
  * add_len) are inserted before the head's final CRLF. */

@@ -2,7 +2,7 @@
 /*
  * Request header mutation on SK_MSG (local clients): rewrites the request
  * head in the message itself before it is redirected. Which lines go and
- * what is inserted is l7_mutate.h's plan (the rule of policy/Mutation.hpp);
+ * what is inserted is l7_mutate.h's plan (the rule of semantics/Mutation.hpp);
  * here are the byte moves:
  *
  *   1. bpf_msg_push_data() opens the inserted block at the final CRLF and

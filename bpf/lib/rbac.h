@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * RBAC rules of a kernel-placed route (policy/Rbac.hpp is the reference).
+ * RBAC rules of a kernel-placed route (semantics/Rbac.hpp is the reference).
  *
  * Every kernel route's rules are bits [rule_first, rule_first + rule_count)
  * of bitmap space L7_SPACE_RULES, built from the same condition kinds as

@@ -16,8 +16,8 @@
 #include "dataplane/BpffsLock.hpp"
 #include "dataplane/Dataplane.hpp"
 #include "dataplane/Features.hpp"
-#include "policy/Policy.hpp"
-#include "policy/PolicyCompiler.hpp"
+#include "config/Policy.hpp"
+#include "compiler/PolicyCompiler.hpp"
 
 namespace l7fast::proxy {
 class ProxyServer;
@@ -117,7 +117,7 @@ private:
     // `l7fastctl log-level reset` or a restart
     std::optional<log::Level> runtime_log_level_;
     std::string policy_log_level_;  // daemon.log_level of the policy in force
-    // unsafe permissions of the policy files (policy/FileSafety.hpp)
+    // unsafe permissions of the policy files (config/FileSafety.hpp)
     std::vector<std::string> file_warnings_;     // policy files others can change
     std::vector<std::string> content_warnings_;  // of the policy in effect
     uint64_t generation_ = 0;

@@ -14,8 +14,8 @@
 #include "control/ConfigDump.hpp"
 #include "control/CtlRender.hpp"
 #include "control/Explain.hpp"
-#include "policy/FileSafety.hpp"
-#include "policy/PolicyLoader.hpp"
+#include "config/FileSafety.hpp"
+#include "loader/PolicyLoader.hpp"
 #include "proxy/Prepare.hpp"
 
 using namespace l7fast;

@@ -22,7 +22,7 @@
 #include <string_view>
 
 #include "FuzzTarget.hpp"
-#include "policy/PathNormalize.hpp"
+#include "semantics/PathNormalize.hpp"
 #include "proxy/Http.hpp"
 
 namespace l7fast::fuzz {
@@ -189,7 +189,7 @@ void check_rules(std::string_view in, const l7_msg& m, bool is_request)
 }
 
 // The kernel matches raw paths and takes only those the parser finds in
-// normal form; the slow path normalises the rest (policy/PathNormalize). So a
+// normal form; the slow path normalises the rest (semantics/PathNormalize). So a
 // path the parser calls normal must be its own normal form, or the two paths
 // would match different strings; and normalising must reach a path the
 // parser calls normal (unless an escape stays: those always take the slow

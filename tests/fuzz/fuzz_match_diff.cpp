@@ -13,7 +13,7 @@
 // over).
 //
 // Invariants: whenever the kernel would act on a route itself it is the
-// Router's route, its RBAC rules decide as policy/Rbac's evaluate() does, and
+// Router's route, its RBAC rules decide as semantics/Rbac's evaluate() does, and
 // with the same random draws it picks the same upstream pool;
 // when the kernel finds no route the Router finds none either. Hand-offs to
 // the slow path may go anywhere (the slow path asks the Router itself).
@@ -25,10 +25,10 @@
 #include <vector>
 
 #include "FuzzTarget.hpp"
-#include "policy/PathNormalize.hpp"
-#include "policy/PolicyLoader.hpp"
-#include "policy/Rbac.hpp"
-#include "policy/Router.hpp"
+#include "semantics/PathNormalize.hpp"
+#include "loader/PolicyLoader.hpp"
+#include "semantics/Rbac.hpp"
+#include "semantics/Router.hpp"
 #include "proxy/Http.hpp"
 #include "support/BpfDecider.hpp"
 
@@ -101,7 +101,7 @@ int match_diff(const uint8_t* data, size_t size)
     case Verdict::Kernel: {
         FUZZ_CHECK(expected && static_cast<int>(*expected) == d.route);
         const Route& route = policy.routes[d.route];
-        // the kernel's RBAC pass decides as policy/Rbac does
+        // the kernel's RBAC pass decides as semantics/Rbac does
         if (route.rbac)
             FUZZ_CHECK(evaluate(*route.rbac, view, nullptr).allowed == (d.verdict == Verdict::Kernel));
         else

@@ -15,9 +15,9 @@
 #include <string_view>
 
 #include "FuzzTarget.hpp"
-#include "policy/PolicyCompiler.hpp"
-#include "policy/PolicyLoader.hpp"
-#include "policy/Router.hpp"
+#include "compiler/PolicyCompiler.hpp"
+#include "loader/PolicyLoader.hpp"
+#include "semantics/Router.hpp"
 
 namespace l7fast::fuzz {
 namespace {

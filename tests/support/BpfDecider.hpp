@@ -12,7 +12,7 @@
 #include <string_view>
 
 #include "dataplane/Tables.hpp"
-#include "policy/PolicyCompiler.hpp"
+#include "compiler/PolicyCompiler.hpp"
 
 struct decide_harness_bpf;
 

@@ -5,7 +5,7 @@
 // be Router's route; when it finds no route, Router must find none; a
 // hand-off to the slow path may go anywhere (the slow path asks Router).
 // RBAC rules of kernel routes (bpf/lib/rbac.h) are held to the same: whenever
-// the kernel's rules pass allows or denies, policy/Rbac's evaluate() must
+// the kernel's rules pass allows or denies, semantics/Rbac's evaluate() must
 // agree; and with the same random draws and round-robin counters the kernel
 // picks the upstream pool Router's choice names. Needs root and BPF.
 #include <gtest/gtest.h>
@@ -23,9 +23,9 @@
 #include <tuple>
 #include <vector>
 
-#include "policy/PolicyCompiler.hpp"
-#include "policy/Rbac.hpp"
-#include "policy/Router.hpp"
+#include "compiler/PolicyCompiler.hpp"
+#include "semantics/Rbac.hpp"
+#include "semantics/Router.hpp"
 #include "support/BpfDecider.hpp"
 
 using namespace l7fast::policy;

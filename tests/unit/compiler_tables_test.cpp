@@ -14,9 +14,9 @@
 #include "l7_lb.h"
 #include "lb/HashBalancer.hpp"
 #include "lb/KeyHash.hpp"
-#include "policy/KernelHash.hpp"
-#include "policy/PolicyCompiler.hpp"
-#include "policy/PolicyLoader.hpp"
+#include "common/KernelHash.hpp"
+#include "compiler/PolicyCompiler.hpp"
+#include "loader/PolicyLoader.hpp"
 
 using namespace l7fast::policy;
 

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "auth/JsonReader.hpp"
-#include "policy/PolicyLoader.hpp"
+#include "loader/PolicyLoader.hpp"
 
 namespace l7fast {
 extern const char* const kDefaultPolicy;  // packaging/policy.toml, embedded

@@ -9,7 +9,7 @@
 #include "control/CtlCommandLine.hpp"
 #include "control/CtlRender.hpp"
 #include "control/Json.hpp"
-#include "policy/PolicyLoader.hpp"
+#include "loader/PolicyLoader.hpp"
 
 using namespace l7fast::control;
 

@@ -1,13 +1,13 @@
-// policy/Describe: what `l7fastctl routes`/`check` and ListRoutes show of a
+// config/Describe: what `l7fastctl routes`/`check` and ListRoutes show of a
 // route's match. A route with only a path_regex once showed "*", and absent
 // and prefix header conditions looked like present ones.
-#include "policy/Describe.hpp"
+#include "config/Describe.hpp"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "policy/PolicyLoader.hpp"
+#include "loader/PolicyLoader.hpp"
 
 using namespace l7fast::policy;
 

@@ -12,7 +12,7 @@
 #include "auth/JsonReader.hpp"
 #include "lb/HashBalancer.hpp"
 #include "lb/KeyHash.hpp"
-#include "policy/PolicyLoader.hpp"
+#include "loader/PolicyLoader.hpp"
 #include "proxy/Prepare.hpp"
 #include "support/Hs256.hpp"
 

@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "policy/FileSafety.hpp"
-#include "policy/PolicyLoader.hpp"
+#include "config/FileSafety.hpp"
+#include "loader/PolicyLoader.hpp"
 
 namespace fs = std::filesystem;
 using l7fast::policy::JwtProvider;

@@ -14,7 +14,7 @@
 #include "auth/Jwt.hpp"
 #include "auth/JwtCache.hpp"
 #include "l7_common.h"
-#include "policy/KernelHash.hpp"
+#include "common/KernelHash.hpp"
 
 using namespace l7fast;
 using namespace l7fast::auth;

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "l7_mutate.h"
-#include "policy/Mutation.hpp"
-#include "policy/PolicyCompiler.hpp"
+#include "semantics/Mutation.hpp"
+#include "compiler/PolicyCompiler.hpp"
 
 using namespace l7fast::policy;
 

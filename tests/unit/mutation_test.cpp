@@ -1,11 +1,11 @@
-// Header mutation: byte-exact heads (policy/Mutation.hpp), the bytes the
+// Header mutation: byte-exact heads (semantics/Mutation.hpp), the bytes the
 // kernel must reproduce.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "policy/Mutation.hpp"
+#include "semantics/Mutation.hpp"
 
 using namespace l7fast::policy;
 

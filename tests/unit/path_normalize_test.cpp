@@ -1,4 +1,4 @@
-// Path normalisation (policy/PathNormalize.hpp) and the parser's flag that
+// Path normalisation (semantics/PathNormalize.hpp) and the parser's flag that
 // sends paths not in normal form to the slow path (l7_http.h): the two must
 // agree — a path the parser calls normal is returned unchanged.
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 #include <random>
 #include <string>
 
-#include "policy/PathNormalize.hpp"
+#include "semantics/PathNormalize.hpp"
 #include "proxy/Http.hpp"
 
 using l7fast::policy::normalize_target;

@@ -11,13 +11,13 @@
 #include <string>
 #include <vector>
 
-#include "policy/Mutation.hpp"
-#include "policy/PolicyCompiler.hpp"
-#include "policy/PolicyLoader.hpp"
-#include "policy/RateLimiter.hpp"
-#include "policy/Rbac.hpp"
-#include "policy/Responses.hpp"
-#include "policy/Router.hpp"
+#include "semantics/Mutation.hpp"
+#include "compiler/PolicyCompiler.hpp"
+#include "loader/PolicyLoader.hpp"
+#include "proxy/RateLimiter.hpp"
+#include "semantics/Rbac.hpp"
+#include "semantics/Responses.hpp"
+#include "semantics/Router.hpp"
 
 using namespace l7fast::policy;
 

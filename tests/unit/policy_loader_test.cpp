@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "policy/PolicyLoader.hpp"
+#include "loader/PolicyLoader.hpp"
 #include "support/TempDir.hpp"
 
 using namespace l7fast::policy;

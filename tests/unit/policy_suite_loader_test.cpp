@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "policy/PolicyLoader.hpp"
-#include "policy/Router.hpp"
+#include "loader/PolicyLoader.hpp"
+#include "semantics/Router.hpp"
 
 using namespace l7fast::policy;
 namespace fs = std::filesystem;

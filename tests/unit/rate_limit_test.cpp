@@ -1,6 +1,6 @@
 // Rate limits: the token-bucket arithmetic shared with the data plane
 // (bpf/include/l7_bucket.h) and the slow path's keyed buckets
-// (policy/RateLimiter).
+// (proxy/RateLimiter).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -8,7 +8,7 @@
 #include <string>
 
 #include "l7_bucket.h"
-#include "policy/RateLimiter.hpp"
+#include "proxy/RateLimiter.hpp"
 
 using l7fast::policy::RateLimit;
 using l7fast::policy::RateLimiter;

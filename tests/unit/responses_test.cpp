@@ -1,9 +1,9 @@
-// The bytes of responses l7fast generates itself (policy/Responses.hpp).
+// The bytes of responses l7fast generates itself (semantics/Responses.hpp).
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "policy/Responses.hpp"
+#include "semantics/Responses.hpp"
 #include "proxy/Http.hpp"
 
 using namespace l7fast::policy;

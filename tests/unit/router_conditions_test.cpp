@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "policy/PolicyLoader.hpp"
-#include "policy/Rbac.hpp"
-#include "policy/Router.hpp"
+#include "loader/PolicyLoader.hpp"
+#include "semantics/Rbac.hpp"
+#include "semantics/Router.hpp"
 
 using namespace l7fast::policy;
 

@@ -1,4 +1,4 @@
-// The safe regex subset (daemon/src/policy/SafeRegex.cpp) and the kernel's
+// The safe regex subset (daemon/src/semantics/SafeRegex.cpp) and the kernel's
 // DFA runner (bpf/include/l7_dfa.h): accepted and refused patterns with
 // their error offsets, matching, the state cap, compile time of patterns that
 // are pathological for backtracking engines, and two differential tests:
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "l7_dfa.h"
-#include "policy/SafeRegex.hpp"
+#include "semantics/SafeRegex.hpp"
 
 using l7fast::policy::SafeRegex;
 

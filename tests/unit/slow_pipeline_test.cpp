@@ -22,7 +22,7 @@
 #include "control/BusCodec.hpp"
 #include "control/CtlRender.hpp"
 #include "lb/KeyHash.hpp"
-#include "policy/Router.hpp"
+#include "semantics/Router.hpp"
 #include "proxy/Pipeline.hpp"
 #include "proxy/ProxyServer.hpp"
 

@@ -7,7 +7,7 @@
 
 #include "auth/Base64Url.hpp"
 #include "auth/JsonReader.hpp"
-#include "policy/Text.hpp"
+#include "config/Text.hpp"
 
 namespace l7fast::auth {
 

@@ -57,8 +57,8 @@
 #include <string_view>
 
 #include "auth/JwtKeys.hpp"
-#include "policy/Policy.hpp"
-#include "policy/Router.hpp"
+#include "config/Policy.hpp"
+#include "semantics/Router.hpp"
 
 namespace l7fast::auth {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "policy/KernelHash.hpp"
+#include "common/KernelHash.hpp"
 
 namespace l7fast::auth {
 

@@ -19,7 +19,7 @@
 #include <sys/types.h>
 #include <vector>
 
-#include "policy/Policy.hpp"
+#include "config/Policy.hpp"
 
 namespace l7fast::auth {
 

@@ -2,7 +2,7 @@
 
 #include "auth/JsonReader.hpp"
 #include "control/Json.hpp"
-#include "policy/Describe.hpp"
+#include "config/Describe.hpp"
 
 namespace l7fast::control {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "control/ControlApi.hpp"
-#include "policy/Policy.hpp"
+#include "config/Policy.hpp"
 
 namespace l7fast::control {
 

@@ -2,7 +2,7 @@
 
 #include <functional>
 
-#include "policy/Text.hpp"
+#include "config/Text.hpp"
 
 namespace l7fast::control {
 

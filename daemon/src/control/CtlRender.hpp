@@ -10,7 +10,7 @@
 
 #include "control/ControlApi.hpp"
 #include "control/Json.hpp"
-#include "policy/PolicyLoader.hpp"
+#include "loader/PolicyLoader.hpp"
 
 namespace l7fast::control {
 
@@ -52,7 +52,7 @@ struct CheckReport {
     const policy::PolicyLoadResult* result = nullptr;
     const CheckOutcome* placement = nullptr;
     std::string placement_note;
-    std::vector<std::string> warnings;  // unsafe permissions (policy/FileSafety.hpp)
+    std::vector<std::string> warnings;  // unsafe permissions (config/FileSafety.hpp)
 };
 std::string check_json(const CheckReport& r);
 std::string render_check(const CheckReport& r);  // for stdout; errors go to stderr separately

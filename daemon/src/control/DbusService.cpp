@@ -17,7 +17,7 @@
 #include "control/BusNames.hpp"
 #include "control/DbusAccess.hpp"
 #include "control/PolicyFileAccess.hpp"
-#include "policy/PolicyLoader.hpp"
+#include "loader/PolicyLoader.hpp"
 
 namespace l7fast::control {
 

@@ -14,9 +14,9 @@
 #include "auth/JsonReader.hpp"
 #include "control/Json.hpp"
 #include "lb/KeyHash.hpp"
-#include "policy/Describe.hpp"
-#include "policy/PathNormalize.hpp"
-#include "policy/Text.hpp"
+#include "config/Describe.hpp"
+#include "semantics/PathNormalize.hpp"
+#include "config/Text.hpp"
 #include "proxy/Http.hpp"
 #include "proxy/Pipeline.hpp"
 

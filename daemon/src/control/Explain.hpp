@@ -24,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-#include "policy/PolicyCompiler.hpp"
+#include "compiler/PolicyCompiler.hpp"
 #include "proxy/ProxyServer.hpp"
 
 namespace l7fast::control {

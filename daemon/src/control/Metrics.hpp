@@ -11,7 +11,7 @@
 
 #include "common/Asio.hpp"
 #include "control/ControlApi.hpp"
-#include "policy/Policy.hpp"
+#include "config/Policy.hpp"
 
 namespace l7fast::control {
 

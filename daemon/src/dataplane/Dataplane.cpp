@@ -17,7 +17,7 @@
 #include "dataplane/MapIo.hpp"
 #include "dataplane/TestFault.hpp"
 #include "l7fast.skel.h"
-#include "policy/PolicyCompiler.hpp"
+#include "compiler/PolicyCompiler.hpp"
 
 namespace fs = std::filesystem;
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "dataplane/MapIo.hpp"
-#include "policy/PolicyCompiler.hpp"
+#include "compiler/PolicyCompiler.hpp"
 
 namespace l7fast::dataplane {
 

@@ -18,7 +18,7 @@
 #include "lb/BoundedLoad.hpp"
 #include "lb/Maglev.hpp"
 #include "lb/RingHash.hpp"
-#include "policy/Policy.hpp"
+#include "config/Policy.hpp"
 
 namespace l7fast::lb {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "policy/Policy.hpp"
+#include "config/Policy.hpp"
 
 namespace l7fast::lb {
 

@@ -8,7 +8,7 @@
 #include <random>
 
 #include "common/Log.hpp"
-#include "policy/Text.hpp"
+#include "config/Text.hpp"
 
 namespace l7fast::proxy {
 

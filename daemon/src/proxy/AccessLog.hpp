@@ -13,7 +13,7 @@
 #include <span>
 
 #include "l7fast_abi.h"
-#include "policy/Router.hpp"
+#include "semantics/Router.hpp"
 
 namespace l7fast::proxy {
 

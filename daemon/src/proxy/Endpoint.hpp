@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "common/Asio.hpp"
-#include "policy/Policy.hpp"
+#include "config/Policy.hpp"
 
 namespace l7fast::proxy {
 

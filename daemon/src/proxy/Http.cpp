@@ -4,7 +4,7 @@
 #include <cstring>
 #include <memory>
 
-#include "policy/Responses.hpp"
+#include "semantics/Responses.hpp"
 
 namespace l7fast::proxy {
 

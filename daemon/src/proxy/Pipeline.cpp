@@ -7,8 +7,8 @@
 #include <cstring>
 
 #include "lb/KeyHash.hpp"
-#include "policy/Mutation.hpp"
-#include "policy/Rbac.hpp"
+#include "semantics/Mutation.hpp"
+#include "semantics/Rbac.hpp"
 #include "proxy/ProxyServer.hpp"
 
 namespace l7fast::proxy {

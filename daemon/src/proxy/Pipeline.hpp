@@ -16,11 +16,11 @@
 #include "auth/Jwt.hpp"
 #include "dataplane/Abi.hpp"
 #include "lb/HashBalancer.hpp"
-#include "policy/Policy.hpp"
-#include "policy/PolicyLoader.hpp"
-#include "policy/RateLimiter.hpp"
-#include "policy/Responses.hpp"
-#include "policy/Router.hpp"
+#include "config/Policy.hpp"
+#include "loader/PolicyLoader.hpp"
+#include "proxy/RateLimiter.hpp"
+#include "semantics/Responses.hpp"
+#include "semantics/Router.hpp"
 
 namespace l7fast::proxy {
 

@@ -1,7 +1,7 @@
 // The one step every policy passes before it can run, with no daemon state:
 // l7fastd runs it on start and on every reload, `l7fastctl check` runs it
 // offline, so that check accepts exactly what a reload accepts. The loader
-// (policy/PolicyLoader) has already checked the file; this builds and
+// (loader/PolicyLoader) has already checked the file; this builds and
 // checks what needs more than the file: the JWT key sets (inline keys and
 // JWKS files, read now), the ring/Maglev tables, the routes' references,
 // the number of distinct upstream addresses. What needs the running daemon
@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "policy/Policy.hpp"
-#include "policy/PolicyLoader.hpp"
+#include "config/Policy.hpp"
+#include "loader/PolicyLoader.hpp"
 #include "proxy/ProxyServer.hpp"
 
 namespace l7fast::proxy {

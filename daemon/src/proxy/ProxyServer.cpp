@@ -17,8 +17,8 @@
 #include "auth/JwtCache.hpp"
 #include "common/Log.hpp"
 #include "dataplane/Dataplane.hpp"
-#include "policy/PolicyLoader.hpp"
-#include "policy/Router.hpp"
+#include "loader/PolicyLoader.hpp"
+#include "semantics/Router.hpp"
 #include "proxy/ClientSession.hpp"
 
 namespace l7fast::proxy {

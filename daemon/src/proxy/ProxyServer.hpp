@@ -22,7 +22,7 @@
 
 #include "common/Asio.hpp"
 #include "dataplane/Abi.hpp"
-#include "policy/Policy.hpp"
+#include "config/Policy.hpp"
 #include "proxy/AccessLog.hpp"
 #include "proxy/ClientSession.hpp"
 #include "proxy/UpstreamHealth.hpp"

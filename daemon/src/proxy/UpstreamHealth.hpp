@@ -34,7 +34,7 @@
 
 #include "common/Asio.hpp"
 #include "dataplane/Abi.hpp"
-#include "policy/Policy.hpp"
+#include "config/Policy.hpp"
 
 namespace l7fast::proxy {
 

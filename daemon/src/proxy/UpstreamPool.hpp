@@ -40,7 +40,7 @@
 #include "proxy/Endpoint.hpp"
 #include "common/Fd.hpp"
 #include "dataplane/Abi.hpp"
-#include "policy/Policy.hpp"
+#include "config/Policy.hpp"
 
 namespace l7fast::dataplane {
 class Dataplane;

@@ -1,0 +1,67 @@
+#include "proxy/RateLimiter.hpp"
+
+#include <openssl/evp.h>
+
+#include <random>
+#include <stdexcept>
+
+#include "common/KernelHash.hpp"
+
+namespace l7fast::policy {
+
+namespace {
+
+uint64_t random_seed()
+{
+    std::random_device rd;
+    return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+}
+
+std::string stored_key(std::string_view key)
+{
+    if (key.size() <= RateLimiter::kMaxKeyBytes)
+        return std::string(key);
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    if (EVP_Digest(key.data(), key.size(), digest, &n, EVP_sha256(), nullptr) != 1)
+        throw std::runtime_error("SHA-256 failed");
+    // kMaxKeyBytes + 1 bytes: no key kept as is has that length, so a digest
+    // never equals one
+    std::string out(RateLimiter::kMaxKeyBytes + 1, '\0');
+    std::copy(digest, digest + n, out.begin());
+    return out;
+}
+
+}  // namespace
+
+size_t RateLimiter::SeededHash::operator()(std::string_view s) const
+{
+    return static_cast<size_t>(kernel::match_hash(seed, s, false));
+}
+
+RateLimiter::RateLimiter(const RateLimit& limit) : RateLimiter(limit.rate, limit.burst, limit.max_keys) {}
+
+RateLimiter::RateLimiter(uint32_t rate, uint32_t burst, uint32_t max_keys)
+    : rate_(rate), burst_(burst), max_keys_(max_keys ? max_keys : 1), index_(16, SeededHash{random_seed()})
+{
+}
+
+uint64_t RateLimiter::take(std::optional<std::string_view> key, uint64_t now_ns)
+{
+    if (!key)
+        return l7_bucket_take(&keyless_, now_ns, rate_, burst_);
+    const std::string stored = stored_key(*key);
+    if (auto it = index_.find(stored); it != index_.end()) {
+        lru_.splice(lru_.begin(), lru_, it->second);
+        return l7_bucket_take(&it->second->second, now_ns, rate_, burst_);
+    }
+    if (index_.size() >= max_keys_) {
+        index_.erase(lru_.back().first);
+        lru_.pop_back();
+    }
+    lru_.emplace_front(stored, l7_bucket{});
+    index_.emplace(lru_.front().first, lru_.begin());
+    return l7_bucket_take(&lru_.front().second, now_ns, rate_, burst_);
+}
+
+}  // namespace l7fast::policy

@@ -1,0 +1,60 @@
+// The slow path's rate limit of one route (docs/policy.md,
+// "[route.rate_limit]"): token buckets with the data plane's own arithmetic
+// (bpf/include/l7_bucket.h), one per key value, at most max_keys of them
+// (the least recently used is dropped to make room; a dropped key starts
+// again with a full bucket), plus one bucket shared by every request that
+// has no key. Not thread-safe: one per route on the daemon's io_context.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+
+#include "l7_bucket.h"
+#include "config/Policy.hpp"
+
+namespace l7fast::policy {
+
+class RateLimiter {
+public:
+    // Keys longer than this are stored as their SHA-256 digest, so hostile
+    // header values cannot make a bucket table of max_keys * 64 KiB.
+    static constexpr size_t kMaxKeyBytes = 64;
+
+    explicit RateLimiter(const RateLimit& limit);
+    RateLimiter(uint32_t rate, uint32_t burst, uint32_t max_keys);
+
+    // Takes a token for a request whose key (request_key()) is `key`;
+    // nullopt: the shared bucket of requests without the key. `now_ns` is a
+    // monotonic clock (never 0). Returns 0 when the request is admitted,
+    // else the milliseconds until a token is available (l7_bucket_take()).
+    uint64_t take(std::optional<std::string_view> key, uint64_t now_ns);
+
+    size_t keys() const { return index_.size(); }
+    uint32_t rate() const { return rate_; }
+    uint32_t burst() const { return burst_; }
+    uint32_t max_keys() const { return max_keys_; }
+
+private:
+    struct SeededHash {
+        uint64_t seed;
+        size_t operator()(std::string_view s) const;
+    };
+    using Lru = std::list<std::pair<std::string, l7_bucket>>;  // most recently used first
+
+    uint32_t rate_;
+    uint32_t burst_;
+    uint32_t max_keys_;
+    l7_bucket keyless_{};
+    Lru lru_;
+    // views into lru_'s strings (list nodes never move); a seeded hash, so
+    // clients cannot choose colliding keys
+    std::unordered_map<std::string_view, Lru::iterator, SeededHash> index_;
+};
+
+}  // namespace l7fast::policy

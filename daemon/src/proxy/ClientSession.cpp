@@ -651,7 +651,9 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
             break;
         }
         if (st == L7_P_ERROR) {
-            co_await refuse(m.status ? m.status : 400, "malformed request\n",
+            co_await refuse(m.status ? m.status : 400,
+                            m.error == L7_PE_HTTPS_TARGET ? "an https target, on a cleartext connection\n"
+                                                          : "malformed request\n",
                             std::string("bad_request:") + parse_error_name(m.error));
             why = "malformed request";
             break;

@@ -16,7 +16,8 @@
 // head alone gives the same result (the parser never looks past the head);
 // the framer never consumes more than it is given and frames the body the
 // same way however the bytes are split; an absolute-form target's authority
-// is a valid Host value.
+// is a valid Host value and its origin-form rewrite (what the slow path
+// routes and forwards) is the same request with Host set to it.
 #include <cstring>
 #include <string>
 #include <span>
@@ -241,6 +242,40 @@ void check_path_normal_form(std::string_view in, const l7_msg& m)
     FUZZ_CHECK(!(nm.flags & L7_MF_PATH_NOT_NORMAL));
 }
 
+// What the slow path routes and forwards for an absolute-form target: the
+// same request in origin-form, Host set to the authority.
+void check_origin_form(std::string_view in, const l7_msg& m)
+{
+    const std::string out = proxy::origin_form_head(in.substr(0, m.hdr_len), m);
+    l7_msg o{};
+    const int st = proxy::parse_head({out.data(), out.size()}, true, &o);
+    // "http://" and the authority leave the target ("/" or "*" may come
+    // in); the authority replaces the Host value, or comes in a line of
+    // its own: at most 2 bytes more
+    const int64_t host_change = m.host_idx == L7_NONE ? 8 + int64_t{m.auth_len}
+                                                      : int64_t{m.auth_len} - m.hdr[m.host_idx].val_len;
+    FUZZ_CHECK(static_cast<int64_t>(out.size()) ==
+               int64_t{m.hdr_len} - 7 - m.auth_len + (m.path_len == 0 ? 1 : 0) + host_change);
+    FUZZ_CHECK(out.size() <= m.hdr_len + 2u);
+    if (st == L7_P_ERROR && m.host_idx == L7_NONE &&
+        (o.error == L7_PE_TOO_LARGE || o.error == L7_PE_TOO_MANY_LINES))
+        return;  // the added Host line is over a limit: refused with that status
+    FUZZ_CHECK(st == L7_P_OK && o.hdr_len == out.size());
+    FUZZ_CHECK(o.method == m.method && o.version == m.version && o.body_kind == m.body_kind &&
+               o.content_length == m.content_length);
+    FUZZ_CHECK(o.flags == (m.flags & ~unsigned{L7_MF_ABSOLUTE_FORM}));
+    const std::string_view path_query = in.substr(m.path_off, m.target_off + m.target_len - m.path_off);
+    const std::string_view target(out.data() + o.target_off, o.target_len);
+    if (m.path_len == 0 && path_query.empty() && m.method == L7_M_OPTIONS)
+        FUZZ_CHECK(target == "*");
+    else
+        FUZZ_CHECK(target == (m.path_len == 0 ? "/" + std::string(path_query) : std::string(path_query)));
+    FUZZ_CHECK(o.host_idx != L7_NONE && o.host_len == m.auth_host_len);
+    FUZZ_CHECK(std::string_view(out.data() + o.hdr[o.host_idx].val_off, o.hdr[o.host_idx].val_len) ==
+               in.substr(m.auth_off, m.auth_len));
+    FUZZ_CHECK(o.n_hdrs == m.n_hdrs + (m.host_idx == L7_NONE ? 1 : 0));
+}
+
 void check_framing(std::string_view body, const l7_msg& m, size_t split)
 {
     proxy::BodyFramer whole(m.body_kind, m.content_length);
@@ -310,6 +345,8 @@ int http_parse(const uint8_t* data, size_t size)
     check_rules(in, m, is_request);
     if (is_request)
         check_path_normal_form(in, m);
+    if (is_request && (m.flags & L7_MF_ABSOLUTE_FORM))
+        check_origin_form(in, m);
 
     // the head alone parses the same: nothing after it was looked at
     l7_msg head_only{};

@@ -12,6 +12,7 @@
 #include "proxy/Http.hpp"
 
 using l7fast::proxy::BodyFramer;
+using l7fast::proxy::origin_form_head;
 using l7fast::proxy::parse_head;
 
 namespace {
@@ -286,6 +287,44 @@ TEST(HttpParser, AcceptsAbsoluteForm)
         EXPECT_FALSE(q.m.flags & L7_MF_ABSOLUTE_FORM) << o;
         EXPECT_EQ(q.m.path_off, q.m.target_off) << o;
         EXPECT_EQ(q.m.auth_off + q.m.auth_len + q.m.auth_host_len, 0) << o;
+    }
+}
+
+TEST(HttpParser, AbsoluteFormIsForwardedInOriginForm)
+{
+    struct Case {
+        std::string in, out;
+    };
+    const Case cases[] = {
+        // Host replaced by the authority, port and case as in the target
+        {"GET http://A.example:8080/p?q=1 HTTP/1.1\r\nX-A: 1\r\nHost:  other \r\nX-B: 2\r\n\r\n",
+         "GET /p?q=1 HTTP/1.1\r\nX-A: 1\r\nHost:  A.example:8080 \r\nX-B: 2\r\n\r\n"},
+        // an empty path is "/"; for OPTIONS with no query, "*" (RFC 9112 3.2.4)
+        {"GET http://a HTTP/1.1\r\nHost: a\r\n\r\n", "GET / HTTP/1.1\r\nHost: a\r\n\r\n"},
+        {"GET http://a?x HTTP/1.1\r\nHost: a\r\n\r\n", "GET /?x HTTP/1.1\r\nHost: a\r\n\r\n"},
+        {"OPTIONS http://a HTTP/1.1\r\nHost: a\r\n\r\n", "OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n"},
+        {"OPTIONS http://a?x HTTP/1.1\r\nHost: a\r\n\r\n", "OPTIONS /?x HTTP/1.1\r\nHost: a\r\n\r\n"},
+        {"OPTIONS http://a/ HTTP/1.1\r\nHost: a\r\n\r\n", "OPTIONS / HTTP/1.1\r\nHost: a\r\n\r\n"},
+        // HTTP/1.0 without Host: one is added after the request line
+        {"GET http://[::1]:81/x HTTP/1.0\r\nX: y\r\n\r\n", "GET /x HTTP/1.0\r\nHost: [::1]:81\r\nX: y\r\n\r\n"},
+        {"GET http://h/x HTTP/1.0\r\n\r\n", "GET /x HTTP/1.0\r\nHost: h\r\n\r\n"},
+        // the path as received: the slow path normalises what it routes
+        {"GET http://h//a/./b HTTP/1.1\r\nHost: h\r\n\r\n", "GET //a/./b HTTP/1.1\r\nHost: h\r\n\r\n"},
+    };
+    for (const Case& c : cases) {
+        Parsed p = req(c.in);
+        ASSERT_EQ(p.status, L7_P_OK) << c.in;
+        ASSERT_TRUE(p.m.flags & L7_MF_ABSOLUTE_FORM) << c.in;
+        const std::string out = origin_form_head(c.in, p.m);
+        EXPECT_EQ(out, c.out);
+        // the result is an origin-form request whose Host is the authority
+        Parsed o = req(out);
+        ASSERT_EQ(o.status, L7_P_OK) << out;
+        EXPECT_FALSE(o.m.flags & L7_MF_ABSOLUTE_FORM);
+        ASSERT_NE(o.m.host_idx, L7_NONE);
+        EXPECT_EQ(field(out, o.m, o.m.host_idx, true), part(c.in, p.m.auth_off, p.m.auth_len));
+        EXPECT_EQ(o.m.host_len, p.m.auth_host_len);
+        EXPECT_EQ(o.m.flags & L7_MF_PATH_NOT_NORMAL, p.m.flags & L7_MF_PATH_NOT_NORMAL);
     }
 }
 

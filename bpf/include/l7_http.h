@@ -54,6 +54,7 @@ enum l7_parse_error {
 	L7_PE_TE_AND_CL,
 	L7_PE_TE_HTTP10,
 	L7_PE_BAD_CONNECTION,
+	L7_PE_HTTPS_TARGET, /* absolute-form with "https": 421, l7fast listens in cleartext */
 	L7_PE_COUNT,
 };
 
@@ -64,7 +65,7 @@ enum l7_parse_error {
 	"version_unsupported", "bad_status", "obs_fold", "bad_field_name", "no_colon", "long_ows", \
 	"no_host", "duplicate_host", "bad_host", "bad_content_length", "duplicate_content_length", \
 	"duplicate_transfer_encoding", "unknown_coding", "transfer_encoding_and_content_length", \
-	"transfer_encoding_http10", "bad_connection"
+	"transfer_encoding_http10", "bad_connection", "https_target"
 
 enum l7_msg_flags {
 	L7_MF_CLOSE = 1u << 0,       /* connection closes after this exchange */
@@ -82,6 +83,12 @@ enum l7_msg_flags {
 	 * request goes to the slow path, which normalises or rejects it
 	 * (ARCHITECTURE.md, "Path normalisation"). */
 	L7_MF_PATH_NOT_NORMAL = 1u << 9,
+	/* The target is in absolute-form ("http://authority/path?query",
+	 * RFC 9112 3.2.2): auth_off/auth_len say where the authority is, and
+	 * the request is routed and forwarded by it, not by Host. The kernel
+	 * hands such a request to the slow path, which rewrites it to
+	 * origin-form (ARCHITECTURE.md, "HTTP acceptance rules"). */
+	L7_MF_ABSOLUTE_FORM = 1u << 10,
 };
 
 #define L7_NONE 0xffffu
@@ -106,9 +113,13 @@ struct l7_msg {
 	__u16 version;      /* 10 or 11 */
 	__u32 hdr_len;      /* bytes of the head including the final CRLF */
 	__u32 flags;        /* enum l7_msg_flags */
-	__u16 target_off;
+	__u16 target_off;   /* the request-target as received */
 	__u16 target_len;
-	__u16 path_len;     /* target up to '?' */
+	__u16 path_off;     /* the path: target_off, or after an absolute-form's authority */
+	__u16 path_len;     /* the path up to '?' (0: an absolute-form without one, i.e. "/") */
+	__u16 auth_off;     /* absolute-form: the authority (host[:port]); else 0 */
+	__u16 auth_len;
+	__u16 auth_host_len; /* the authority without ":port" */
 	__u16 host_idx;     /* header index of Host, or L7_NONE */
 	__u16 host_len;     /* Host value without ":port" */
 	__u16 n_lines;      /* lines before the empty line, start line included */
@@ -572,11 +583,75 @@ L7_INLINE int l7_parse_version(struct l7_ws *ws, __u32 at, __u32 end, __u16 bad_
 	return l7_fail(ws, bad_status, L7_PE_BAD_VERSION);
 }
 
+/* below, with the other field scans */
+L7_CALLBACK long l7_host_cb(__u32 i, void *ctx);
+
+/* absolute-form (RFC 9112 3.2.2): "http://" in any case (RFC 3986 3.1),
+ * an authority, then the path and query, if any */
+#define L7_LIT_HTTP_SCHEME 0x2f2f3a70747468ULL     /* "http://" */
+#define L7_LIT_HTTPS_SCHEME 0x2f2f3a7370747468ULL  /* "https://" */
+#define L7_HTTP_SCHEME_LEN 7
+#define L7_MAX_AUTHORITY 255 /* as a Host value */
+
+/* an absolute-form's authority runs to the first '/', '?' or SP */
+L7_CALLBACK long l7_authority_end_cb(__u32 i, void *ctx)
+{
+	struct l7_ws *ws = ((struct l7_wsref *)ctx)->ws;
+	__u32 p = ws->b.pos + i;
+	__u8 c;
+
+	if (p >= ws->b.end || i > L7_MAX_AUTHORITY)
+		return 1;
+	c = l7_wat(ws, p);
+	if (c == '/' || c == '?' || c == ' ') {
+		ws->b.found = p;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * A target at t that is not origin-form must be absolute-form with the http
+ * scheme and an authority that would be a valid Host value: 1-255 bytes, a
+ * host that is not empty, no userinfo ('@'). "https://" is 421: l7fast
+ * listens in cleartext and would forward the request in cleartext, which an
+ * https target forbids (RFC 9110 4.2.2, 7.4). Records the authority; the
+ * path starts where it ends.
+ */
+L7_INLINE int l7_parse_authority(struct l7_ws *ws, __u32 t, __u32 end)
+{
+	struct l7_wsref r = { .ws = ws };
+	struct l7_msg *m = &ws->msg;
+	__u64 scheme = l7_lower64(l7_wload(ws, t, 0));
+	__u32 a = t + L7_HTTP_SCHEME_LEN, ae, hl;
+
+	if (scheme == L7_LIT_HTTPS_SCHEME)
+		return l7_fail(ws, 421, L7_PE_HTTPS_TARGET);
+	if (l7_low_bytes(scheme, L7_HTTP_SCHEME_LEN) != L7_LIT_HTTP_SCHEME)
+		return l7_fail(ws, 400, L7_PE_BAD_TARGET);
+	l7_bscan_reset(ws, a, end);
+	L7_LOOP(L7_MAX_AUTHORITY + 2, l7_authority_end_cb, &r);
+	ae = ws->b.found;
+	/* empty, longer than 255 bytes, or no SP after it */
+	if (ae == L7_NONE || ae == a)
+		return l7_fail(ws, 400, L7_PE_BAD_TARGET);
+	l7_bscan_reset(ws, a, ae);
+	L7_LOOP(L7_MAX_AUTHORITY + 1, l7_host_cb, &r);
+	hl = ws->b.found != L7_NONE ? ws->b.found : ae - a;
+	if (ws->b.bad || ws->b.aux == 1 || hl == 0)
+		return l7_fail(ws, 400, L7_PE_BAD_TARGET);
+	m->flags |= L7_MF_ABSOLUTE_FORM;
+	m->auth_off = (__u16)a;
+	m->auth_len = (__u16)(ae - a);
+	m->auth_host_len = (__u16)hl;
+	return 0;
+}
+
 L7_INLINE int l7_parse_request_line(struct l7_ws *ws)
 {
 	struct l7_wsref r = { .ws = ws };
 	struct l7_msg *m = &ws->msg;
-	__u32 end = m->line_end[0], sp1, sp2;
+	__u32 end = m->line_end[0], sp1, sp2, t, path;
 
 	l7_bscan_reset(ws, 0, end);
 	L7_LOOP(L7_MAX_METHOD_LEN + 2, l7_method_cb, &r);
@@ -585,23 +660,31 @@ L7_INLINE int l7_parse_request_line(struct l7_ws *ws)
 		return l7_fail(ws, 400, L7_PE_BAD_METHOD);
 	m->method = l7_method_id(ws, sp1);
 
-	l7_bscan_reset(ws, sp1 + 1, end);
+	/* origin-form, "*" for OPTIONS, or absolute-form (RFC 9112 3.2); the
+	 * authority-form of CONNECT is refused with the rest */
+	t = sp1 + 1;
+	path = t;
+	if (l7_wat(ws, t) != '/' &&
+	    !(m->method == L7_M_OPTIONS && l7_wat(ws, t) == '*' && l7_wat(ws, t + 1) == ' ')) {
+		if (l7_parse_authority(ws, t, end))
+			return 1;
+		path = (__u32)m->auth_off + m->auth_len;
+	}
+	/* the path's bytes and shape, and the query's bytes */
+	l7_bscan_reset(ws, path, end);
 	ws->b.aux = L7_NONE;
 	L7_LOOP(L7_WS_BUF / 8 + 1, l7_target_cb, &r);
 	sp2 = ws->b.found;
-	if (ws->b.bad || sp2 == L7_NONE || sp2 <= sp1 + 1 || sp2 >= end)
+	if (ws->b.bad || sp2 == L7_NONE || sp2 <= t || sp2 >= end)
 		return l7_fail(ws, 400, L7_PE_BAD_TARGET);
-	m->target_off = (__u16)(sp1 + 1);
-	m->target_len = (__u16)(sp2 - sp1 - 1);
-	/* origin-form, or "*" for OPTIONS (RFC 9112 3.2); no absolute-form */
-	if (l7_wat(ws, sp1 + 1) != '/' &&
-	    !(m->method == L7_M_OPTIONS && m->target_len == 1 && l7_wat(ws, sp1 + 1) == '*'))
-		return l7_fail(ws, 400, L7_PE_BAD_TARGET);
+	m->target_off = (__u16)t;
+	m->target_len = (__u16)(sp2 - t);
+	m->path_off = (__u16)path;
 	if (ws->b.aux != L7_NONE) {
-		m->path_len = (__u16)(ws->b.aux - sp1 - 1);
+		m->path_len = (__u16)(ws->b.aux - path);
 		m->flags |= L7_MF_HAS_QUERY;
 	} else {
-		m->path_len = m->target_len;
+		m->path_len = (__u16)(sp2 - path);
 	}
 	if (ws->b.acc & L7_PS_BAD)
 		m->flags |= L7_MF_PATH_NOT_NORMAL;
@@ -776,8 +859,9 @@ L7_CALLBACK long l7_digits_cb(__u32 i, void *ctx)
 	return 0;
 }
 
-/* Host: uri-host [ ":" port ]; b.found = offset of ':' from b.pos,
- * b.aux = state of an IP-literal's brackets. */
+/* uri-host [ ":" port ], a Host value or an absolute-form's authority;
+ * b.found = offset of ':' from b.pos, b.aux = state of an IP-literal's
+ * brackets. '@' is refused: no userinfo (RFC 9110 4.2.4). */
 L7_CALLBACK long l7_host_cb(__u32 i, void *ctx)
 {
 	struct l7_ws *ws = ((struct l7_wsref *)ctx)->ws;
@@ -1292,6 +1376,7 @@ L7_INLINE int l7_fast_request_line(struct l7_ws *ws)
 	m->method = method;
 	m->target_off = (__u16)(sp1 + 1);
 	m->target_len = (__u16)(sp2 - sp1 - 1);
+	m->path_off = m->target_off;
 	if (ws->b.aux != L7_NONE) {
 		m->path_len = (__u16)(ws->b.aux - sp1 - 1);
 		m->flags |= L7_MF_HAS_QUERY;
@@ -1335,7 +1420,11 @@ L7_INLINE void l7_msg_reset_fields(struct l7_msg *m)
 	m->flags = 0;
 	m->target_off = 0;
 	m->target_len = 0;
+	m->path_off = 0;
 	m->path_len = 0;
+	m->auth_off = 0;
+	m->auth_len = 0;
+	m->auth_host_len = 0;
 	m->host_idx = L7_NONE;
 	m->host_len = 0;
 	m->n_hdrs = 0;
@@ -1354,7 +1443,11 @@ L7_INLINE void l7_msg_reset(struct l7_msg *m)
 	m->flags = 0;
 	m->target_off = 0;
 	m->target_len = 0;
+	m->path_off = 0;
 	m->path_len = 0;
+	m->auth_off = 0;
+	m->auth_len = 0;
+	m->auth_host_len = 0;
 	m->host_idx = L7_NONE;
 	m->host_len = 0;
 	m->n_lines = 0;

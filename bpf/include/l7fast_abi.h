@@ -25,7 +25,7 @@
 
 /* Bump whenever a map's layout or meaning changes: a daemon never adopts
  * pinned maps of another ABI version (it starts clean instead). */
-#define L7_ABI_VERSION 13
+#define L7_ABI_VERSION 14
 
 /* Sizes of the tables. Route sets are bitmaps of L7_MAX_ROUTES bits. */
 #define L7_GENS 2
@@ -599,6 +599,7 @@ enum l7_reason {
 	L7_R_COPY_FAILED,      /* the head could not be copied out of the message */
 	L7_R_ENDPOINT_DOWN,    /* the endpoint chosen is out (drained, unhealthy, ejected)
 				* and the kernel found no other: the slow path chooses */
+	L7_R_ABSOLUTE_FORM,    /* absolute-form target: the slow path routes by its authority */
 	L7_R_COUNT,
 };
 
@@ -627,7 +628,7 @@ enum l7_counter {
 	"unsupported", "no_route", "route_user", "pool_miss", "pipelined", "redirect", \
 	"user_pending", "disabled", "path_not_normal", "rbac_deny", "jwt_none", "jwt_miss", \
 	"jwt_expired", "jwt_other", "mutation", "no_scratch", "copy_failed", \
-	"endpoint_down"
+	"endpoint_down", "absolute_form"
 
 /* ---- events to the daemon (l7_events ring buffer) ------------------------ */
 

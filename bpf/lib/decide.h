@@ -90,6 +90,12 @@ __noinline int l7_g_decide(struct l7_scratch *s, __u32 n, struct l7_conn *c,
 		d->reason = L7_R_TOO_BIG;
 		return 0;
 	}
+	/* host conditions match Host, which an absolute-form target overrides
+	 * (RFC 9112 3.2.2): the slow path routes it by the authority */
+	if (m->flags & L7_MF_ABSOLUTE_FORM) {
+		d->reason = L7_R_ABSOLUTE_FORM;
+		return 0;
+	}
 	/* the tables match raw bytes: only a normal-form path is matched here */
 	if (m->flags & L7_MF_PATH_NOT_NORMAL) {
 		d->reason = L7_R_PATH;

@@ -10,11 +10,7 @@ import l7env  # noqa: E402
 @pytest.fixture(scope="module")
 def env(request):
     """A cgroup, backends and daemon for one test module (see l7env.Env)."""
-    reason = l7env.skip_reason()
-    if reason:
-        if os.environ.get("L7FAST_REQUIRE_E2E") == "1":
-            pytest.fail(f"end-to-end tests required but cannot run: {reason}")
-        pytest.skip(reason)
+    l7env.skip_unless_runnable()
     name = request.module.__name__.rsplit(".", 1)[-1].replace("test_", "")
     e = l7env.Env(name)
     yield e

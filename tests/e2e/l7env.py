@@ -27,6 +27,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 BACKEND = Path(__file__).resolve().parent / "backend.py"
 PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
@@ -53,6 +55,16 @@ def skip_reason():
     if shutil.which("bpftool") is None and not os.path.exists("/usr/sbin/bpftool"):
         return "bpftool missing (apt install bpftool)"
     return None
+
+
+def skip_unless_runnable():
+    """Skips the calling test or fixture when the end-to-end tests cannot run
+    here (skip_reason); with L7FAST_REQUIRE_E2E=1 it fails instead."""
+    reason = skip_reason()
+    if reason:
+        if os.environ.get("L7FAST_REQUIRE_E2E") == "1":
+            pytest.fail(f"end-to-end tests required but cannot run: {reason}")
+        pytest.skip(reason)
 
 
 
@@ -497,6 +509,18 @@ class Daemon:
     def log(self):
         self.logf.flush()
         return self.log_path.read_text()
+
+    def access_json(self, since, client):
+        """The access-log lines in JSON (access_log_format = "json") for the
+        client "ip:port" among the lines of log() from `since` on, as objects."""
+        out = []
+        for line in self.log().splitlines()[since:]:
+            text = line.split(": ", 1)[1] if line.startswith("info: ") else line
+            if text.startswith("{"):
+                obj = json.loads(text)
+                if obj.get("type") == "access" and obj["client"] == client:
+                    out.append(obj)
+        return out
 
     def map_dump(self, name):
         out = subprocess.run(["bpftool", "-j", "map", "dump", "pinned", f"{self.bpffs}/maps/{name}"],

@@ -470,14 +470,7 @@ def test_access_log_as_json_lines(env, web):
         c.close()
 
         def lines():
-            out = []
-            for line in d.log().splitlines()[mark:]:
-                text = line.split(": ", 1)[1] if line.startswith("info: ") else line
-                if text.startswith("{"):
-                    obj = json.loads(text)
-                    if obj.get("type") == "access" and obj["client"] == f"127.0.0.1:{port}":
-                        out.append(obj)
-            return out
+            return d.access_json(mark, f"127.0.0.1:{port}")
         assert wait_until(lambda: len(lines()) == 2), d.log().splitlines()[mark:]
         by_path = {o["path"]: o for o in lines()}
         b = env.endpoints[0]

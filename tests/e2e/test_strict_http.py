@@ -115,7 +115,11 @@ SHAPES = {
     "no-host": (b"GET /a HTTP/1.1\r\nX-A: 1\r\n\r\n", 400),
     "two-hosts": (b"GET /a HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400),
     "bad-host": (b"GET /a HTTP/1.1\r\nHost: a b\r\n\r\n", 400),
-    "absolute-form": (b"GET http://evil/a HTTP/1.1\r\nHost: t\r\n\r\n", 400),
+    # absolute-form is accepted (test_absolute_form.py); these are not
+    "absolute-form-empty-authority": (b"GET http:///a HTTP/1.1\r\nHost: t\r\n\r\n", 400),
+    "absolute-form-userinfo": (b"GET http://evil@t/a HTTP/1.1\r\nHost: t\r\n\r\n", 400),
+    "absolute-form-https": (b"GET https://t/a HTTP/1.1\r\nHost: t\r\n\r\n", 421),
+    "absolute-form-no-host": (b"GET http://t/a HTTP/1.1\r\n\r\n", 400),
     "bad-version": (b"GET /a HTTP/1.2\r\nHost: t\r\n\r\n", 505),
     "garbage-version": (b"GET /a HTXP/1.1\r\nHost: t\r\n\r\n", 400),
     "empty-line-first": (b"\r\nGET /a HTTP/1.1\r\nHost: t\r\n\r\n", 400),

@@ -69,7 +69,11 @@ void same_msg(const l7_msg& a, const l7_msg& b, int status)
     SAME(flags);
     SAME(target_off);
     SAME(target_len);
+    SAME(path_off);
     SAME(path_len);
+    SAME(auth_off);
+    SAME(auth_len);
+    SAME(auth_host_len);
     SAME(host_idx);
     SAME(host_len);
     SAME(n_lines);

@@ -15,7 +15,9 @@
 // with the flags; MORE means no complete head was in the input; parsing the
 // head alone gives the same result (the parser never looks past the head);
 // the framer never consumes more than it is given and frames the body the
-// same way however the bytes are split.
+// same way however the bytes are split; an absolute-form target's authority
+// is a valid Host value and its origin-form rewrite (what the slow path
+// routes and forwards) is the same request with Host set to it.
 #include <cstring>
 #include <string>
 #include <span>
@@ -42,7 +44,9 @@ bool same_msg(const l7_msg& a, const l7_msg& b)
 {
     if (a.status != b.status || a.error != b.error || a.method != b.method || a.version != b.version ||
         a.hdr_len != b.hdr_len || a.flags != b.flags || a.target_off != b.target_off ||
-        a.target_len != b.target_len || a.path_len != b.path_len || a.host_idx != b.host_idx ||
+        a.target_len != b.target_len || a.path_off != b.path_off || a.path_len != b.path_len ||
+        a.auth_off != b.auth_off || a.auth_len != b.auth_len || a.auth_host_len != b.auth_host_len ||
+        a.host_idx != b.host_idx ||
         a.host_len != b.host_len || a.n_lines != b.n_lines || a.n_hdrs != b.n_hdrs ||
         a.body_kind != b.body_kind || a.content_length != b.content_length)
         return false;
@@ -50,6 +54,14 @@ bool same_msg(const l7_msg& a, const l7_msg& b)
         std::memcmp(a.line_end, b.line_end, a.n_lines * sizeof a.line_end[0]) != 0)
         return false;
     return a.n_hdrs > L7_MAX_HEADERS || std::memcmp(a.hdr, b.hdr, a.n_hdrs * sizeof a.hdr[0]) == 0;
+}
+
+std::string lower(std::string_view s)
+{
+    std::string out(s);
+    for (char& c : out)
+        c = static_cast<char>(l7_lower(static_cast<uint8_t>(c)));
+    return out;
 }
 
 void check_head(std::string_view in, const l7_msg& m, bool is_request)
@@ -93,7 +105,26 @@ void check_head(std::string_view in, const l7_msg& m, bool is_request)
         FUZZ_CHECK(m.version == 10 || m.host_idx != L7_NONE);
         FUZZ_CHECK(m.target_len >= 1 && m.target_off + m.target_len < m.line_end[0]);
         FUZZ_CHECK(m.path_len <= m.target_len);
-        FUZZ_CHECK(in[m.target_off] == '/' || in.substr(m.target_off, m.target_len) == "*");
+        const std::string_view target = in.substr(m.target_off, m.target_len);
+        if (m.flags & L7_MF_ABSOLUTE_FORM) {
+            // "http://" authority [ "/" path ] [ "?" query ]
+            FUZZ_CHECK(lower(target.substr(0, 7)) == "http://");
+            FUZZ_CHECK(m.auth_off == m.target_off + 7u && m.auth_len >= 1 && m.auth_len <= 255);
+            FUZZ_CHECK(m.auth_host_len >= 1 && m.auth_host_len <= m.auth_len);
+            const std::string_view authority = in.substr(m.auth_off, m.auth_len);
+            FUZZ_CHECK(authority.find_first_of("/?#@\\ \t") == std::string_view::npos);
+            FUZZ_CHECK(m.auth_host_len == m.auth_len || authority[m.auth_host_len] == ':');
+            FUZZ_CHECK(m.path_off == m.auth_off + m.auth_len);
+        } else {
+            FUZZ_CHECK(in[m.target_off] == '/' || target == "*");
+            FUZZ_CHECK(m.path_off == m.target_off && m.auth_off == 0 && m.auth_len == 0 && m.auth_host_len == 0);
+        }
+        const uint32_t target_end = m.target_off + m.target_len;
+        FUZZ_CHECK(m.path_off + m.path_len <= target_end);
+        FUZZ_CHECK(m.path_len == 0 || in[m.path_off] == '/' || target == "*");
+        FUZZ_CHECK(in.substr(m.path_off, m.path_len).find('?') == std::string_view::npos);
+        FUZZ_CHECK((m.path_off + m.path_len < target_end) == !!(m.flags & L7_MF_HAS_QUERY));
+        FUZZ_CHECK(m.path_off + m.path_len == target_end || in[m.path_off + m.path_len] == '?');
         for (uint32_t i = 0; i < m.target_len; i++)
             FUZZ_CHECK(static_cast<uint8_t>(in[m.target_off + i]) > 0x20 &&
                        static_cast<uint8_t>(in[m.target_off + i]) < 0x7f);
@@ -117,14 +148,6 @@ void check_head(std::string_view in, const l7_msg& m, bool is_request)
     default:
         FUZZ_CHECK(!"unknown body kind");
     }
-}
-
-std::string lower(std::string_view s)
-{
-    std::string out(s);
-    for (char& c : out)
-        c = static_cast<char>(l7_lower(static_cast<uint8_t>(c)));
-    return out;
 }
 
 // The acceptance rules of ARCHITECTURE.md section 6 that decide where a
@@ -196,7 +219,9 @@ void check_rules(std::string_view in, const l7_msg& m, bool is_request)
 // path).
 void check_path_normal_form(std::string_view in, const l7_msg& m)
 {
-    const std::string_view target = in.substr(m.target_off, m.target_len);
+    // the path and query (an absolute-form's empty path is "/")
+    const std::string target = std::string((m.flags & L7_MF_ABSOLUTE_FORM) && m.path_len == 0 ? "/" : "") +
+                               std::string(in.substr(m.path_off, m.target_off + m.target_len - m.path_off));
     const policy::NormalizedTarget n = policy::normalize_target(target);
     if (!(m.flags & L7_MF_PATH_NOT_NORMAL)) {
         FUZZ_CHECK(n.error.empty());
@@ -215,6 +240,40 @@ void check_path_normal_form(std::string_view in, const l7_msg& m)
     l7_msg nm{};
     FUZZ_CHECK(proxy::parse_head({rq.data(), rq.size()}, true, &nm) == L7_P_OK);
     FUZZ_CHECK(!(nm.flags & L7_MF_PATH_NOT_NORMAL));
+}
+
+// What the slow path routes and forwards for an absolute-form target: the
+// same request in origin-form, Host set to the authority.
+void check_origin_form(std::string_view in, const l7_msg& m)
+{
+    const std::string out = proxy::origin_form_head(in.substr(0, m.hdr_len), m);
+    l7_msg o{};
+    const int st = proxy::parse_head({out.data(), out.size()}, true, &o);
+    // "http://" and the authority leave the target ("/" or "*" may come
+    // in); the authority replaces the Host value, or comes in a line of
+    // its own: at most 2 bytes more
+    const int64_t host_change = m.host_idx == L7_NONE ? 8 + int64_t{m.auth_len}
+                                                      : int64_t{m.auth_len} - m.hdr[m.host_idx].val_len;
+    FUZZ_CHECK(static_cast<int64_t>(out.size()) ==
+               int64_t{m.hdr_len} - 7 - m.auth_len + (m.path_len == 0 ? 1 : 0) + host_change);
+    FUZZ_CHECK(out.size() <= m.hdr_len + 2u);
+    if (st == L7_P_ERROR && m.host_idx == L7_NONE &&
+        (o.error == L7_PE_TOO_LARGE || o.error == L7_PE_TOO_MANY_LINES))
+        return;  // the added Host line is over a limit: refused with that status
+    FUZZ_CHECK(st == L7_P_OK && o.hdr_len == out.size());
+    FUZZ_CHECK(o.method == m.method && o.version == m.version && o.body_kind == m.body_kind &&
+               o.content_length == m.content_length);
+    FUZZ_CHECK(o.flags == (m.flags & ~unsigned{L7_MF_ABSOLUTE_FORM}));
+    const std::string_view path_query = in.substr(m.path_off, m.target_off + m.target_len - m.path_off);
+    const std::string_view target(out.data() + o.target_off, o.target_len);
+    if (m.path_len == 0 && path_query.empty() && m.method == L7_M_OPTIONS)
+        FUZZ_CHECK(target == "*");
+    else
+        FUZZ_CHECK(target == (m.path_len == 0 ? "/" + std::string(path_query) : std::string(path_query)));
+    FUZZ_CHECK(o.host_idx != L7_NONE && o.host_len == m.auth_host_len);
+    FUZZ_CHECK(std::string_view(out.data() + o.hdr[o.host_idx].val_off, o.hdr[o.host_idx].val_len) ==
+               in.substr(m.auth_off, m.auth_len));
+    FUZZ_CHECK(o.n_hdrs == m.n_hdrs + (m.host_idx == L7_NONE ? 1 : 0));
 }
 
 void check_framing(std::string_view body, const l7_msg& m, size_t split)
@@ -271,8 +330,9 @@ int http_parse(const uint8_t* data, size_t size)
 
     if (st == L7_P_ERROR) {
         FUZZ_CHECK(m.error > L7_PE_NONE && m.error < L7_PE_COUNT);
-        FUZZ_CHECK(m.status == 400 || m.status == 431 || m.status == 501 || m.status == 505 ||
-                   (!is_request && m.status == 502));
+        FUZZ_CHECK(m.status == 400 || m.status == 421 || m.status == 431 || m.status == 501 ||
+                   m.status == 505 || (!is_request && m.status == 502));
+        FUZZ_CHECK((m.error == L7_PE_HTTPS_TARGET) == (m.status == 421));
         return 0;
     }
     if (st == L7_P_MORE) {
@@ -285,6 +345,8 @@ int http_parse(const uint8_t* data, size_t size)
     check_rules(in, m, is_request);
     if (is_request)
         check_path_normal_form(in, m);
+    if (is_request && (m.flags & L7_MF_ABSOLUTE_FORM))
+        check_origin_form(in, m);
 
     // the head alone parses the same: nothing after it was looked at
     l7_msg head_only{};

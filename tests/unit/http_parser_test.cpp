@@ -12,6 +12,7 @@
 #include "proxy/Http.hpp"
 
 using l7fast::proxy::BodyFramer;
+using l7fast::proxy::origin_form_head;
 using l7fast::proxy::parse_head;
 
 namespace {
@@ -39,6 +40,33 @@ std::string field(const std::string& head, const l7_msg& m, unsigned i, bool val
 {
     const l7_hdr& h = m.hdr[i];
     return value ? head.substr(h.val_off, h.val_len) : head.substr(h.name_off, h.name_len);
+}
+
+std::string part(const std::string& s, unsigned off, unsigned len)
+{
+    return s.substr(off, len);
+}
+
+// Which stages decide a head: stage 1, then the fast stages on their own
+// (L7_P_SLOW: they leave it to the strict ones).
+int fast_stages(const std::string& s, bool is_request)
+{
+    auto ws = std::make_unique<l7_ws>();
+    std::memcpy(ws->buf, s.data(), s.size());
+    ws->len = static_cast<__u32>(s.size());
+    l7_msg_reset(&ws->msg);
+    int st = l7_step_lines(ws.get());
+    return st == L7_P_OK ? l7_step_fast(ws.get(), is_request ? 1 : 0) : st;
+}
+
+bool same_result(const std::string& s, bool is_request)
+{
+    l7_msg a{}, b{};
+    int sa = parse_head({s.data(), s.size()}, is_request, &a);
+    int sb = parse_head({s.data(), s.size()}, is_request, &b, true);
+    return sa == sb && std::memcmp(&a, &b, offsetof(l7_msg, line_end)) == 0 &&
+           std::memcmp(a.line_end, b.line_end, a.n_lines * sizeof a.line_end[0]) == 0 &&
+           std::memcmp(a.hdr, b.hdr, a.n_hdrs * sizeof a.hdr[0]) == 0;
 }
 
 }  // namespace
@@ -163,7 +191,33 @@ INSTANTIATE_TEST_SUITE_P(
         Rejection{"bad_host", "GET / HTTP/1.1\r\nHost: a b\r\n\r\n", 400, L7_PE_BAD_HOST},
         Rejection{"host_userinfo", "GET / HTTP/1.1\r\nHost: evil@good\r\n\r\n", 400, L7_PE_BAD_HOST},
         Rejection{"double_space", "GET  / HTTP/1.1\r\nHost: h\r\n\r\n", 400, L7_PE_BAD_TARGET},
-        Rejection{"absolute_form", "GET http://h/ HTTP/1.1\r\nHost: h\r\n\r\n", 400, L7_PE_BAD_TARGET},
+        // absolute-form is accepted (HttpParser.AcceptsAbsoluteForm), these are not
+        Rejection{"absolute_empty_authority", "GET http:///x HTTP/1.1\r\nHost: h\r\n\r\n", 400, L7_PE_BAD_TARGET},
+        Rejection{"absolute_empty_authority_no_path", "GET http:// HTTP/1.1\r\nHost: h\r\n\r\n", 400, L7_PE_BAD_TARGET},
+        Rejection{"absolute_port_only", "GET http://:80/ HTTP/1.1\r\nHost: h\r\n\r\n", 400, L7_PE_BAD_TARGET},
+        Rejection{"absolute_userinfo", "GET http://u:p@h/ HTTP/1.1\r\nHost: h\r\n\r\n", 400, L7_PE_BAD_TARGET},
+        Rejection{"absolute_bad_port", "GET http://h:8x/ HTTP/1.1\r\nHost: h\r\n\r\n", 400, L7_PE_BAD_TARGET},
+        Rejection{"absolute_two_colons", "GET http://h:1:2/ HTTP/1.1\r\nHost: h\r\n\r\n", 400, L7_PE_BAD_TARGET},
+        Rejection{"absolute_open_ip_literal", "GET http://[::1/ HTTP/1.1\r\nHost: h\r\n\r\n", 400, L7_PE_BAD_TARGET},
+        Rejection{"absolute_fragment", "GET http://h#f/ HTTP/1.1\r\nHost: h\r\n\r\n", 400, L7_PE_BAD_TARGET},
+        Rejection{"absolute_backslash", "GET http://h\\x/ HTTP/1.1\r\nHost: h\r\n\r\n", 400, L7_PE_BAD_TARGET},
+        Rejection{"absolute_high_bit_authority", "GET http://h\x80/ HTTP/1.1\r\nHost: h\r\n\r\n", 400, L7_PE_BAD_TARGET},
+        Rejection{"absolute_high_bit_path", "GET http://h/\x80 HTTP/1.1\r\nHost: h\r\n\r\n", 400, L7_PE_BAD_TARGET},
+        Rejection{"absolute_authority_256", "GET http://" + std::string(256, 'a') + "/ HTTP/1.1\r\nHost: h\r\n\r\n", 400, L7_PE_BAD_TARGET},
+        Rejection{"absolute_one_slash", "GET http:/h/ HTTP/1.1\r\nHost: h\r\n\r\n", 400, L7_PE_BAD_TARGET},
+        Rejection{"absolute_other_scheme", "GET ftp://h/ HTTP/1.1\r\nHost: h\r\n\r\n", 400, L7_PE_BAD_TARGET},
+        Rejection{"absolute_scheme_prefix", "GET httpx://h/ HTTP/1.1\r\nHost: h\r\n\r\n", 400, L7_PE_BAD_TARGET},
+        Rejection{"absolute_https", "GET https://h/ HTTP/1.1\r\nHost: h\r\n\r\n", 421, L7_PE_HTTPS_TARGET},
+        Rejection{"absolute_https_upper", "GET HTTPS://h/ HTTP/1.1\r\nHost: h\r\n\r\n", 421, L7_PE_HTTPS_TARGET},
+        // Host is still required, once and valid (RFC 9112 3.2), even
+        // though the authority overrides it
+        Rejection{"absolute_no_host", "GET http://h/ HTTP/1.1\r\n\r\n", 400, L7_PE_NO_HOST},
+        Rejection{"absolute_bad_host", "GET http://h/ HTTP/1.1\r\nHost: a b\r\n\r\n", 400, L7_PE_BAD_HOST},
+        Rejection{"absolute_dup_host", "GET http://h/ HTTP/1.1\r\nHost: h\r\nHost: h\r\n\r\n", 400, L7_PE_DUP_HOST},
+        Rejection{"absolute_http2", "GET http://h/ HTTP/2.0\r\nHost: h\r\n\r\n", 505, L7_PE_VERSION_UNSUPPORTED},
+        Rejection{"authority_form", "CONNECT h:443 HTTP/1.1\r\nHost: h:443\r\n\r\n", 400, L7_PE_BAD_TARGET},
+        Rejection{"asterisk_not_options", "GET * HTTP/1.1\r\nHost: h\r\n\r\n", 400, L7_PE_BAD_TARGET},
+        Rejection{"asterisk_and_more", "OPTIONS *x HTTP/1.1\r\nHost: h\r\n\r\n", 400, L7_PE_BAD_TARGET},
         Rejection{"target_high_bit", "GET /\x80 HTTP/1.1\r\nHost: h\r\n\r\n", 400, L7_PE_BAD_TARGET},
         Rejection{"target_tab", "GET /\t HTTP/1.1\r\nHost: h\r\n\r\n", 400, L7_PE_BAD_TARGET},
         Rejection{"bad_method", "G(T / HTTP/1.1\r\nHost: h\r\n\r\n", 400, L7_PE_BAD_METHOD},
@@ -176,6 +230,103 @@ INSTANTIATE_TEST_SUITE_P(
         Rejection{"connection_space_list", "GET / HTTP/1.1\r\nHost: h\r\nConnection: + close    x\r\n\r\n", 400, L7_PE_BAD_CONNECTION},
         Rejection{"connection_two_tokens", "GET / HTTP/1.1\r\nHost: h\r\nConnection: keep-alive close\r\n\r\n", 400, L7_PE_BAD_CONNECTION}),
     [](const auto& info) { return std::string(info.param.name); });
+
+TEST(HttpParser, AcceptsAbsoluteForm)
+{
+    // RFC 9112 3.2.2: the target's authority and path are recorded; Host
+    // is parsed as usual (the slow path replaces it by the authority)
+    const std::string s = "GET HTTP://Example.COM:8080/a/b?x=1 HTTP/1.1\r\nHost: other.example\r\n\r\n";
+    Parsed p = req(s);
+    ASSERT_EQ(p.status, L7_P_OK);
+    EXPECT_EQ(p.m.flags & (L7_MF_ABSOLUTE_FORM | L7_MF_HAS_QUERY | L7_MF_PATH_NOT_NORMAL),
+              unsigned{L7_MF_ABSOLUTE_FORM | L7_MF_HAS_QUERY});
+    EXPECT_EQ(part(s, p.m.target_off, p.m.target_len), "HTTP://Example.COM:8080/a/b?x=1");
+    EXPECT_EQ(part(s, p.m.auth_off, p.m.auth_len), "Example.COM:8080");
+    EXPECT_EQ(p.m.auth_host_len, 11);
+    EXPECT_EQ(part(s, p.m.path_off, p.m.path_len), "/a/b");
+    ASSERT_EQ(p.m.host_idx, 0);
+    EXPECT_EQ(p.m.host_len, 13);  // "other.example": Host is parsed as usual
+
+    struct Case {
+        std::string head, authority, path;
+        unsigned host_len, flags;
+    };
+    const Case cases[] = {
+        // no path: the path is "/" (RFC 9110 4.2.3), recorded as empty
+        {"GET http://h HTTP/1.1\r\nHost: h\r\n\r\n", "h", "", 1, 0},
+        {"GET hTtP://h?q=1 HTTP/1.1\r\nHost: h\r\n\r\n", "h", "", 1, L7_MF_HAS_QUERY},
+        {"OPTIONS http://h HTTP/1.1\r\nHost: h\r\n\r\n", "h", "", 1, 0},
+        {"GET http://[::1]:80/x HTTP/1.1\r\nHost: h\r\n\r\n", "[::1]:80", "/x", 5, 0},
+        {"GET http://h:/x HTTP/1.1\r\nHost: h\r\n\r\n", "h:", "/x", 1, 0},  // an empty port, as in Host
+        {"GET http://h/a?b/c HTTP/1.1\r\nHost: h\r\n\r\n", "h", "/a", 1, L7_MF_HAS_QUERY},
+        // the path's shape is the path's: "//" after the scheme does not count
+        {"GET http://h//a/../b HTTP/1.1\r\nHost: h\r\n\r\n", "h", "//a/../b", 1, L7_MF_PATH_NOT_NORMAL},
+        {"GET http://h/%61 HTTP/1.1\r\nHost: h\r\n\r\n", "h", "/%61", 1, L7_MF_PATH_NOT_NORMAL},
+        // HTTP/1.0 needs no Host: the authority is the host
+        {"GET http://h/x HTTP/1.0\r\n\r\n", "h", "/x", 1, L7_MF_HTTP10 | L7_MF_CLOSE},
+        {"POST http://" + std::string(255, 'a') + "/ HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n",
+         std::string(255, 'a'), "/", 255, L7_MF_HAS_CL},
+    };
+    for (const Case& c : cases) {
+        Parsed q = req(c.head);
+        ASSERT_EQ(q.status, L7_P_OK) << c.head;
+        EXPECT_EQ(q.m.flags & ~unsigned{L7_MF_KEEP_ALIVE}, L7_MF_ABSOLUTE_FORM | c.flags) << c.head;
+        EXPECT_EQ(part(c.head, q.m.auth_off, q.m.auth_len), c.authority) << c.head;
+        EXPECT_EQ(q.m.auth_host_len, c.host_len) << c.head;
+        EXPECT_EQ(q.m.path_off, q.m.auth_off + q.m.auth_len) << c.head;
+        EXPECT_EQ(part(c.head, q.m.path_off, q.m.path_len), c.path) << c.head;
+        EXPECT_TRUE(same_result(c.head, true)) << c.head;
+    }
+
+    // origin-form and "*": the path is the target's start, no authority
+    for (const std::string& o : {std::string("GET /a?b HTTP/1.1\r\nHost: h\r\n\r\n"),
+                                 std::string("OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n"),
+                                 std::string("GET /x:y@z HTTP/1.1\r\nHost: h\r\n\r\n")}) {
+        Parsed q = req(o);
+        ASSERT_EQ(q.status, L7_P_OK) << o;
+        EXPECT_FALSE(q.m.flags & L7_MF_ABSOLUTE_FORM) << o;
+        EXPECT_EQ(q.m.path_off, q.m.target_off) << o;
+        EXPECT_EQ(q.m.auth_off + q.m.auth_len + q.m.auth_host_len, 0) << o;
+    }
+}
+
+TEST(HttpParser, AbsoluteFormIsForwardedInOriginForm)
+{
+    struct Case {
+        std::string in, out;
+    };
+    const Case cases[] = {
+        // Host replaced by the authority, port and case as in the target
+        {"GET http://A.example:8080/p?q=1 HTTP/1.1\r\nX-A: 1\r\nHost:  other \r\nX-B: 2\r\n\r\n",
+         "GET /p?q=1 HTTP/1.1\r\nX-A: 1\r\nHost:  A.example:8080 \r\nX-B: 2\r\n\r\n"},
+        // an empty path is "/"; for OPTIONS with no query, "*" (RFC 9112 3.2.4)
+        {"GET http://a HTTP/1.1\r\nHost: a\r\n\r\n", "GET / HTTP/1.1\r\nHost: a\r\n\r\n"},
+        {"GET http://a?x HTTP/1.1\r\nHost: a\r\n\r\n", "GET /?x HTTP/1.1\r\nHost: a\r\n\r\n"},
+        {"OPTIONS http://a HTTP/1.1\r\nHost: a\r\n\r\n", "OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n"},
+        {"OPTIONS http://a?x HTTP/1.1\r\nHost: a\r\n\r\n", "OPTIONS /?x HTTP/1.1\r\nHost: a\r\n\r\n"},
+        {"OPTIONS http://a/ HTTP/1.1\r\nHost: a\r\n\r\n", "OPTIONS / HTTP/1.1\r\nHost: a\r\n\r\n"},
+        // HTTP/1.0 without Host: one is added after the request line
+        {"GET http://[::1]:81/x HTTP/1.0\r\nX: y\r\n\r\n", "GET /x HTTP/1.0\r\nHost: [::1]:81\r\nX: y\r\n\r\n"},
+        {"GET http://h/x HTTP/1.0\r\n\r\n", "GET /x HTTP/1.0\r\nHost: h\r\n\r\n"},
+        // the path as received: the slow path normalises what it routes
+        {"GET http://h//a/./b HTTP/1.1\r\nHost: h\r\n\r\n", "GET //a/./b HTTP/1.1\r\nHost: h\r\n\r\n"},
+    };
+    for (const Case& c : cases) {
+        Parsed p = req(c.in);
+        ASSERT_EQ(p.status, L7_P_OK) << c.in;
+        ASSERT_TRUE(p.m.flags & L7_MF_ABSOLUTE_FORM) << c.in;
+        const std::string out = origin_form_head(c.in, p.m);
+        EXPECT_EQ(out, c.out);
+        // the result is an origin-form request whose Host is the authority
+        Parsed o = req(out);
+        ASSERT_EQ(o.status, L7_P_OK) << out;
+        EXPECT_FALSE(o.m.flags & L7_MF_ABSOLUTE_FORM);
+        ASSERT_NE(o.m.host_idx, L7_NONE);
+        EXPECT_EQ(field(out, o.m, o.m.host_idx, true), part(c.in, p.m.auth_off, p.m.auth_len));
+        EXPECT_EQ(o.m.host_len, p.m.auth_host_len);
+        EXPECT_EQ(o.m.flags & L7_MF_PATH_NOT_NORMAL, p.m.flags & L7_MF_PATH_NOT_NORMAL);
+    }
+}
 
 TEST(HttpParser, OversizedHeadsAre431)
 {
@@ -299,31 +450,6 @@ TEST(BodyFramer, RejectsMalformedChunking)
     }
 }
 
-namespace {
-
-// Which stages decide a head: stage 1, then the fast stages on their own
-// (L7_P_SLOW: they leave it to the strict ones).
-int fast_stages(const std::string& s, bool is_request)
-{
-    auto ws = std::make_unique<l7_ws>();
-    std::memcpy(ws->buf, s.data(), s.size());
-    ws->len = static_cast<__u32>(s.size());
-    l7_msg_reset(&ws->msg);
-    int st = l7_step_lines(ws.get());
-    return st == L7_P_OK ? l7_step_fast(ws.get(), is_request ? 1 : 0) : st;
-}
-
-bool same_result(const std::string& s, bool is_request)
-{
-    l7_msg a{}, b{};
-    int sa = parse_head({s.data(), s.size()}, is_request, &a);
-    int sb = parse_head({s.data(), s.size()}, is_request, &b, true);
-    return sa == sb && std::memcmp(&a, &b, offsetof(l7_msg, line_end)) == 0 &&
-           std::memcmp(a.line_end, b.line_end, a.n_lines * sizeof a.line_end[0]) == 0 &&
-           std::memcmp(a.hdr, b.hdr, a.n_hdrs * sizeof a.hdr[0]) == 0;
-}
-
-}  // namespace
 
 TEST(HttpParserFast, PlainHeadsAreDecidedWordAtATime)
 {
@@ -351,6 +477,8 @@ TEST(HttpParserFast, EverythingElseIsLeftToTheStrictStages)
     for (const std::string& s : {
              std::string("get / HTTP/1.1\r\nHost: h\r\n\r\n"),             // unknown method token
              std::string("GET * HTTP/1.1\r\nHost: h\r\n\r\n"),             // not origin-form
+             std::string("GET http://h/ HTTP/1.1\r\nHost: h\r\n\r\n"),     // absolute-form
+             std::string("GET https://h/ HTTP/1.1\r\nHost: h\r\n\r\n"),    // (421)
              std::string("GET /a b HTTP/1.1\r\nHost: h\r\n\r\n"),          // SP in the target
              std::string("GET / HTTP/2.0\r\nHost: h\r\n\r\n"),             // another version (505)
              std::string("GET / HTTP/1.1\r\nX_A: v\r\nHost: h\r\n\r\n"),    // a tchar outside [A-Za-z0-9-]

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstring>
 #include <iterator>
+#include <memory>
 #include <optional>
 #include <random>
 
@@ -651,7 +652,9 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
             break;
         }
         if (st == L7_P_ERROR) {
-            co_await refuse(m.status ? m.status : 400, "malformed request\n",
+            co_await refuse(m.status ? m.status : 400,
+                            m.error == L7_PE_HTTPS_TARGET ? "an https target, on a cleartext connection\n"
+                                                          : "malformed request\n",
                             std::string("bad_request:") + parse_error_name(m.error));
             why = "malformed request";
             break;
@@ -674,21 +677,46 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
             break;
         }
 
-        // `view` and `fields` point into in_: everything that reads them
-        // happens before the head is consumed.
+        // An absolute-form target names the authority the request is for:
+        // it is routed and forwarded as the origin-form request a gateway
+        // regenerates, with Host set to that authority (RFC 9112 3.2.2; the
+        // kernel hands it over: absolute_form). `rm` and `routed` are that
+        // request, which the policy sees and the upstream gets; `m` stays
+        // what the client sent (framing, bytes consumed, the target logged).
+        // (om on the heap: run()'s coroutine frame holds m already)
+        std::string origin_head;
+        std::unique_ptr<l7_msg> om;
+        if (m.flags & L7_MF_ABSOLUTE_FORM) {
+            origin_head = origin_form_head({head.data(), head.size()}, m);
+            om = std::make_unique<l7_msg>();
+            if (parse_head({origin_head.data(), origin_head.size()}, true, om.get()) != L7_P_OK) {
+                // only a limit can refuse it: it is 2 bytes longer at most
+                co_await refuse(om->status ? om->status : 400, "malformed request\n",
+                                std::string("bad_request:") + parse_error_name(om->error), request_method,
+                                request_target);
+                why = "malformed request";
+                break;
+            }
+        }
+        const l7_msg& rm = om ? *om : m;
+        const std::string_view routed =
+            origin_head.empty() ? std::string_view(head.data(), head.size()) : std::string_view(origin_head);
+
+        // `view` and `fields` point into in_ (or origin_head): everything
+        // that reads them happens before the head is consumed.
         std::vector<policy::HeaderField> fields;
-        fields.reserve(m.n_hdrs);
-        for (unsigned i = 0; i < m.n_hdrs && i < L7_MAX_HEADERS; i++)
-            fields.push_back({std::string_view(head.data() + m.hdr[i].name_off, m.hdr[i].name_len),
-                              std::string_view(head.data() + m.hdr[i].val_off, m.hdr[i].val_len)});
+        fields.reserve(rm.n_hdrs);
+        for (unsigned i = 0; i < rm.n_hdrs && i < L7_MAX_HEADERS; i++)
+            fields.push_back({routed.substr(rm.hdr[i].name_off, rm.hdr[i].name_len),
+                              routed.substr(rm.hdr[i].val_off, rm.hdr[i].val_len)});
         policy::RequestView view;
         view.method = request_method;
-        view.target = request_target;
+        view.target = routed.substr(rm.target_off, rm.target_len);
         // A path not in normal form is matched and forwarded normalised
         // (the kernel never takes it: L7_MF_PATH_NOT_NORMAL).
         std::string normal_head;
         policy::NormalizedTarget normal;
-        if (m.flags & L7_MF_PATH_NOT_NORMAL) {
+        if (rm.flags & L7_MF_PATH_NOT_NORMAL) {
             normal = policy::normalize_target(view.target);
             if (!normal.error.empty()) {
                 log::debug(dataplane::to_string(key_), ": ", normal.error, ": 400");
@@ -696,15 +724,13 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
                                 request_method, request_target);
                 break;
             }
-            normal_head.reserve(head.size() + normal.target.size());
-            normal_head.append(head.data(), m.target_off);
+            normal_head.reserve(routed.size() + normal.target.size());
+            normal_head.append(routed.substr(0, rm.target_off));
             normal_head.append(normal.target);
-            normal_head.append(head.data() + m.target_off + m.target_len,
-                               head.size() - m.target_off - m.target_len);
+            normal_head.append(routed.substr(size_t{rm.target_off} + rm.target_len));
             view.target = normal.target;
         }
-        const std::string_view head_in =
-            normal_head.empty() ? std::string_view(head.data(), head.size()) : std::string_view(normal_head);
+        const std::string_view head_in = normal_head.empty() ? routed : std::string_view(normal_head);
         view.headers = fields;
         view.listener = static_cast<uint32_t>(rt->policy().listeners.size());
         for (size_t i = 0; i < rt->policy().listeners.size(); i++)
@@ -922,9 +948,7 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
         // timeout_ms (or daemon.request_timeout_ms) from here to the end of
         // the response
         const ExchangeTimeout timeout = ExchangeTimeout::whole(route.timeout.value_or(d.request_timeout));
-        std::string_view head_out = upstream_head.rewritten ? std::string_view(upstream_head.bytes)
-                                    : normal_head.empty()   ? std::string_view(in_.data(), m.hdr_len)
-                                                            : std::string_view(normal_head);
+        std::string_view head_out = upstream_head.rewritten ? std::string_view(upstream_head.bytes) : head_in;
         error_code wec;
         co_await asio::async_write(up->socket(), asio::buffer(head_out.data(), head_out.size()),
                                    asio::redirect_error(use_awaitable, wec));

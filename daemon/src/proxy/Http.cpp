@@ -22,6 +22,31 @@ int parse_head(std::span<const char> bytes, bool is_request, l7_msg* out, bool s
     return st;
 }
 
+std::string origin_form_head(std::string_view head, const l7_msg& m)
+{
+    const std::string_view authority = head.substr(m.auth_off, m.auth_len);
+    const size_t target_end = size_t{m.target_off} + m.target_len;
+    const std::string_view path_query = head.substr(m.path_off, target_end - m.path_off);
+    std::string out;
+    out.reserve(head.size() + authority.size() + 8);
+    out.append(head.substr(0, m.target_off));
+    if (m.path_len == 0)
+        out += m.method == L7_M_OPTIONS && path_query.empty() ? '*' : '/';
+    out.append(path_query);
+    if (m.host_idx == L7_NONE) {
+        const size_t fields = size_t{m.line_end[0]} + 2;
+        out.append(head.substr(target_end, fields - target_end));
+        out.append("Host: ").append(authority).append("\r\n");
+        out.append(head.substr(fields));
+    } else {
+        const l7_hdr& host = m.hdr[m.host_idx];
+        out.append(head.substr(target_end, host.val_off - target_end));
+        out.append(authority);
+        out.append(head.substr(size_t{host.val_off} + host.val_len));
+    }
+    return out;
+}
+
 std::string make_response(int status, std::string_view body, bool close)
 {
     return policy::local_response(status, body, close).bytes;

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * Token-bucket arithmetic of route rate limits, shared by the data plane
- * (under a bpf_spin_lock: no helpers, no calls, no maps here) and the slow
- * path (proxy/RateLimiter). One implementation, so both paths admit the same
- * requests from the same bucket state.
+ * Token-bucket arithmetic of route rate limits: the slow path's
+ * (proxy/RateLimiter), written to compile as BPF too (no helpers, no calls,
+ * no maps here: it could run under a bpf_spin_lock), so that kernel rate
+ * limits would admit the same requests from the same bucket state. No
+ * data-plane program includes it yet: rate-limited routes are placed in
+ * user space.
  *
  * Fixed point: a bucket holds milli-tokens; a request takes one token
  * (L7_BUCKET_MILLI). `rate` tokens per second refill rate milli-tokens per

@@ -5,7 +5,8 @@
  * one table lookup per byte, so the cost is linear in the input whatever the
  * pattern. Compiles as BPF and natively; the unit tests hold this runner to
  * SafeRegex::full_match() on random patterns and strings
- * (tests/unit/safe_regex_test.cpp).
+ * (tests/unit/safe_regex_test.cpp). No data-plane program includes it yet:
+ * routes with path_regex are placed in user space.
  *
  * Tables (what SafeRegex exposes, copied by the daemon into map values of the
  * capacities below):

@@ -1,7 +1,8 @@
 // JWT authentication, the reference semantics: what the slow path enforces
-// for a route's `jwt` provider, and what the kernel path must agree with
-// (HS* verified in the kernel; RS256/ES256 admitted there from the
-// verified-token cache after this code verified them once).
+// for a route's `jwt` provider, and what the kernel path must agree with.
+// The kernel verifies no signature, of any algorithm: it admits a token
+// only from the verified-token cache, after this code verified it once
+// (bpf/include/l7_jwtcache.h).
 //
 // A token is accepted only as a compact JWS (RFC 7515 §7.1) in canonical
 // form, checked in this order (the first failure is the reason):

@@ -1,7 +1,9 @@
 // The safe regular expressions of path_regex: a small, strict subset that
 // compiles to a DFA of at most 256 states, so matching is one table lookup
-// per byte (linear time, whatever the pattern and the path) and the same
-// table runs in the kernel (bpf/include/l7_dfa.h).
+// per byte (linear time, whatever the pattern and the path). The table is
+// laid out for bpf/include/l7_dfa.h, a runner that compiles as BPF and
+// natively; no data-plane program runs it yet: a route with path_regex is
+// placed in user space (PolicyCompiler).
 //
 // The subset (whole-path match: the pattern is implicitly anchored at both
 // ends). The alphabet is visible ASCII, 0x21..0x7e: the bytes a request
@@ -78,7 +80,7 @@ public:
     // state is 1 unless the pattern can never match anything.
     uint16_t start_state() const { return start_; }
     uint16_t dead_state() const { return 0; }
-    // The kernel holds it (L7_DFA_MAX_STATES, L7_DFA_TRANS_MAX).
+    // l7_dfa.h's tables hold it (L7_DFA_MAX_STATES, L7_DFA_TRANS_MAX).
     bool fits_kernel() const;
 
 private:

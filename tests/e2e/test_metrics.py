@@ -467,12 +467,23 @@ def test_access_log_as_json_lines(env, web):
             # it, and its line gets one made up
             c.request("GET", path, headers={"X-Request-Id": "trace-42"})
             assert c.read_response().status == 200
+        # a request no route takes: the same line, by the same code, as any
+        # other exchange the slow path ends
+        c.request("GET", "/nowhere/json", headers={"X-Request-Id": "trace-43"})
+        assert c.read_response().status == 404
         c.close()
 
         def lines():
             return d.access_json(mark, f"127.0.0.1:{port}")
-        assert wait_until(lambda: len(lines()) == 2), d.log().splitlines()[mark:]
-        by_path = {o["path"]: o for o in lines()}
+        assert wait_until(lambda: len(lines()) == 3), d.log().splitlines()[mark:]
+        by_status = {o["status"]: o for o in lines()}
+        assert {k: v for k, v in by_status[404].items() if k not in ("time", "bytes_out", "duration_us")} == {
+            "type": "access", "request_id": "trace-43", "client": f"127.0.0.1:{port}", "method": "GET",
+            "authority": "test", "target": "/nowhere/json", "route": None, "cluster": None, "endpoint": None,
+            "status": 404, "reason": "no_route",
+            "bytes_in": len(make_request("GET", "/nowhere/json", {"X-Request-Id": "trace-43"}, None, "test")),
+            "path": "user"}
+        by_path = {o["path"]: o for o in lines() if o["status"] == 200}
         b = env.endpoints[0]
         assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", by_path["user"]["time"])
         assert re.fullmatch(r"[0-9a-f]{16}", by_path["kernel"].pop("request_id"))

@@ -19,6 +19,7 @@
 #include "semantics/PathNormalize.hpp"
 #include "semantics/Router.hpp"
 #include "config/Text.hpp"
+#include "proxy/ExchangeRecord.hpp"
 #include "proxy/Pipeline.hpp"
 #include "proxy/ProxyServer.hpp"
 
@@ -363,23 +364,21 @@ awaitable<void> ClientSession::refuse(int status, std::string_view text, std::st
                                       std::string_view target)
 {
     server_.count_refused(reason);
-    const uint64_t t0 = monotonic_ns();
-    std::optional<AccessEntry> e;
-    std::string m(method), t(target);  // the head's bytes may not outlive the answer
-    if (server_.access_log().sampled()) {
-        e.emplace();
-        e->client = client_address(key_);
-        e->method = m;
-        e->target = t;
-        e->status = status;
-        e->reason = reason;
-    }
-    uint64_t n = co_await respond(status, text, true);
-    if (e) {
-        e->bytes_out = n;
-        e->latency_ns = monotonic_ns() - t0;
-        server_.access_log().write(*e);
-    }
+    ExchangeRecord x(server_, key_, method, target, {}, std::nullopt);
+    x.set_reason(std::move(reason));
+    co_await answer(x, 0, status, text, true);
+}
+
+awaitable<bool> ClientSession::answer(ExchangeRecord& x, size_t head_len, int status, std::string_view text,
+                                      bool close)
+{
+    // consumed before the answer is published (the kernel takes the next
+    // request once the answer covers every byte it passed)
+    if (!close)
+        consume(head_len);
+    uint64_t n = co_await respond(status, text, close);
+    x.finish(status, n);
+    co_return close;
 }
 
 awaitable<uint64_t> ClientSession::respond_local(const policy::LocalResponse& r)
@@ -738,102 +737,29 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
                 view.listener = static_cast<uint32_t>(i);
         set_client_address(view, key_);
 
+        const uint64_t req_bytes = m.hdr_len + (m.body_kind == L7_BODY_LENGTH ? m.content_length : 0);
+        // the target as received
+        ExchangeRecord x(server_, key_, view.method, std::string_view(head.data() + m.target_off, m.target_len),
+                         fields, req_bytes);
+
         // match (claim conditions verify the route's token), then the
         // matched route's JWT, RBAC and rate limit
         RequestAuth auth(*rt, view, std::chrono::system_clock::now());
         std::optional<uint32_t> route_index = rt->router->route(view, auth.lookup());
         if (!route_index) {
             server_.count_no_route();
-            std::optional<AccessEntry> entry;
-            std::string method, target;  // the entry's views: the head is consumed later
-            const auto t0 = std::chrono::steady_clock::now();
-            if (server_.access_log().sampled()) {
-                entry.emplace();
-                method = view.method;
-                target.assign(head.data() + m.target_off, m.target_len);
-                entry->client = client_address(key_);
-                entry->method = method;
-                entry->target = target;
-                entry->status = 404;
-                entry->reason = "no_route";
-                entry->request_id = AccessLog::request_id_from(fields);
-                entry->bytes_in = m.hdr_len + (m.body_kind == L7_BODY_LENGTH ? m.content_length : 0);
-            }
+            x.set_reason("no_route");
             // the body, if any, is not read: close rather than resynchronise
-            const bool must_close = close || m.body_kind != L7_BODY_NONE;
-            // consumed before the answer is published (the kernel takes the
-            // next request once the answer covers every byte it passed)
-            if (!must_close)
-                consume(m.hdr_len);
-            uint64_t n404 = co_await respond(404, "no route\n", must_close);
-            if (entry) {
-                entry->bytes_out = n404;
-                entry->latency_ns = static_cast<uint64_t>(
-                    std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
-                        .count());
-                server_.access_log().write(*entry);
-            }
+            const bool must_close = co_await answer(x, m.hdr_len, 404, "no route\n",
+                                                    close || m.body_kind != L7_BODY_NONE);
             if (must_close)
                 break;
             continue;
         }
         const uint32_t ri = *route_index;
         const policy::Route& route = rt->policy().routes[ri];
-        dataplane::RouteCounters& rc = server_.user_counters_for(route.name);
-        auto since = [t0 = std::chrono::steady_clock::now()] {
-            return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                             std::chrono::steady_clock::now() - t0)
-                                             .count());
-        };
-        rc.requests++;
-        const uint64_t req_bytes = m.hdr_len + (m.body_kind == L7_BODY_LENGTH ? m.content_length : 0);
-        rc.bytes_in += req_bytes;
-        // access log: the head is consumed before the response ends, so a
-        // sampled exchange keeps its method and target (as received)
-        std::optional<std::pair<std::string, std::string>> logged;
-        std::string logged_authority, logged_id;
-        if (server_.access_log().sampled()) {
-            logged.emplace(std::string(view.method), std::string(head.data() + m.target_off, m.target_len));
-            logged_id = AccessLog::request_id_from(fields);
-            for (const auto& f : fields)
-                if (policy::text::iequals(f.name, "host")) {
-                    logged_authority.assign(f.value);
-                    break;
-                }
-        }
-        const policy::SocketAddress* endpoint = nullptr;  // once an upstream connection is taken
-        std::string_view cluster_name;                    // once a cluster is chosen
-        std::string reason;  // why l7fast answered as it did, when it knows (verdict_reason)
+        x.set_route(route);
         UserRouteExtras& extras = server_.user_extras_for(route.name);
-        auto complete = [&](int code, uint64_t n) {
-            const uint64_t ns = since();
-            rc.add_response(code, n, ns);
-            extras.latency.add(ns);
-            extras.codes[code]++;
-            if (endpoint) {
-                dataplane::RouteCounters& pc = server_.user_endpoint_counters_for(*endpoint);
-                pc.requests++;
-                pc.add_response(code, n, ns);
-            }
-            if (logged) {
-                AccessEntry e;
-                e.client = client_address(key_);
-                e.method = logged->first;
-                e.target = logged->second;
-                e.route = route.name;
-                e.status = code;
-                e.bytes_in = req_bytes;
-                e.bytes_out = n;
-                e.latency_ns = ns;
-                e.reason = reason;
-                e.authority = logged_authority;
-                e.request_id = logged_id;
-                e.cluster = cluster_name;
-                if (endpoint)
-                    e.endpoint = endpoint->str();
-                server_.access_log().write(e);
-            }
-        };
 
         const Verdict verdict = decide(*rt, ri, view, auth, monotonic_ns());
         // a token the reference verifier accepted (iss, aud, exp, nbf
@@ -842,16 +768,16 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
             server_.cache_verified_token(*rt, *rt->route_jwt[ri], auth.result(*rt->route_jwt[ri]));
         if (verdict.kind != Verdict::Kind::Forward) {
             count_verdict(extras, route, verdict);
-            reason = verdict_reason(route, verdict);
+            x.set_reason(verdict_reason(route, verdict));
             if (verdict.kind != Verdict::Kind::Direct)
-                log::debug(dataplane::to_string(key_), ": route ", route.name, ": ", reason);
+                log::debug(dataplane::to_string(key_), ": route ", route.name, ": ", x.reason());
             const int status = local_status(route, verdict);
             consume(m.hdr_len);
             bool drained = co_await discard_request_body(m);
             const bool must_close = close || !drained;
             policy::LocalResponse resp = local_response_for(route, verdict, must_close);
             uint64_t n = co_await respond_local(resp);
-            complete(status, n);
+            x.finish(status, n);
             if (must_close) {
                 why = "answered by the policy, connection: close";
                 break;
@@ -866,8 +792,7 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
         if (m.body_kind == L7_BODY_CHUNKED && in_len_ > m.hdr_len) {
             BodyFramer probe(m.body_kind, m.content_length);
             if (probe.feed({in_.data() + m.hdr_len, in_len_ - m.hdr_len}) < 0) {
-                uint64_t n = co_await respond(400, "malformed chunked body\n", true);
-                complete(400, n);
+                co_await answer(x, m.hdr_len, 400, "malformed chunked body\n", true);
                 why = "malformed chunked body";
                 break;
             }
@@ -878,7 +803,7 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
         const size_t ci = policy::Router::choose_cluster(route, random_u32()).value_or(0);
         const size_t cluster_index = route_clusters.at(ci);
         const policy::Cluster& cluster = rt->policy().clusters[cluster_index];
-        cluster_name = cluster.name;
+        x.set_cluster(cluster.name);
         const auto& pools = rt->endpoint_pool[cluster_index];
         EndpointInputs inputs;
         inputs.rr_counter = [&] { return server_.next_rr(cluster.name); };
@@ -890,13 +815,10 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
         const UpstreamHead upstream_head =
             first ? upstream_request_head(*rt, ri, head_in, verdict.claims) : UpstreamHead{};
         if (!first || !upstream_head.ok) {
-            const bool must_close = close || m.body_kind != L7_BODY_NONE;
-            const int code = first ? 400 : 503;
-            reason = first ? "bad_request:mutation" : "no_healthy_upstream";
-            if (!must_close)
-                consume(m.hdr_len);
-            uint64_t n = co_await respond(code, first ? "malformed request\n" : "no healthy upstream\n", must_close);
-            complete(code, n);
+            x.set_reason(first ? "bad_request:mutation" : "no_healthy_upstream");
+            const bool must_close =
+                co_await answer(x, m.hdr_len, first ? 400 : 503, first ? "malformed request\n" : "no healthy upstream\n",
+                                close || m.body_kind != L7_BODY_NONE);
             if (must_close)
                 break;
             continue;
@@ -920,21 +842,17 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
             int code = ec == errc::no_buffer_space ? 503
                        : ec == errc::timed_out      ? 504
                                                          : 502;
-            reason = ec == errc::no_buffer_space ? "upstream_overflow"
-                     : ec == errc::timed_out     ? "upstream_connect_timeout"
-                                                 : "upstream_connect_failed";
-            bool must_close = close || m.body_kind != L7_BODY_NONE;
+            x.set_reason(ec == errc::no_buffer_space ? "upstream_overflow"
+                         : ec == errc::timed_out     ? "upstream_connect_timeout"
+                                                     : "upstream_connect_failed");
             std::string text = "upstream unavailable: " + ec.message() + "\n";
-            if (!must_close)
-                consume(m.hdr_len);
-            uint64_t n = co_await respond(code, text, must_close);
-            complete(code, n);
+            const bool must_close = co_await answer(x, m.hdr_len, code, text, close || m.body_kind != L7_BODY_NONE);
             if (must_close)
                 break;
             continue;
         }
         ActiveTicket active(server_.active_counts(), pools[ei]);
-        endpoint = &cluster.endpoints[ei].address;
+        x.set_endpoint(&cluster.endpoints[ei].address);
 
         // A client that waits for 100 Continue gets it from us: the request
         // body is read before the upstream's answer, which is then relayed.
@@ -959,25 +877,23 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
             body_ok = co_await forward_request_body(*up, m, body_error, timeout);
         if (!body_ok) {
             server_.pool().release(up, false);
-            int code = body_error ? 400 : 502;
-            std::string text = body_error ? "malformed request body\n" : "upstream write failed\n";
-            uint64_t n = co_await respond(code, text, true);
-            complete(code, n);
+            co_await answer(x, m.hdr_len, body_error ? 400 : 502,
+                            body_error ? "malformed request body\n" : "upstream write failed\n", true);
             break;
         }
 
         l7_resp_state start{};
         start.phase = L7_RESP_START;
-        Exchange x = co_await pipe_response(*up, m.method == L7_M_HEAD, start, true, timeout,
+        Exchange r = co_await pipe_response(*up, m.method == L7_M_HEAD, start, true, timeout,
                                             &route.response_headers);
-        server_.health().on_response(pools[ei], x.status ? x.status : 502);
-        if (!x.ok && x.status == 504)
-            reason = "upstream_timeout";
-        else if (!x.ok)
-            reason = "upstream_reset";
-        if (x.ok || x.wrote)
-            complete(x.status, x.bytes);
-        if (x.ok && x.status == 101) {
+        server_.health().on_response(pools[ei], r.status ? r.status : 502);
+        if (!r.ok && r.status == 504)
+            x.set_reason("upstream_timeout");
+        else if (!r.ok)
+            x.set_reason("upstream_reset");
+        if (r.ok || r.wrote)
+            x.finish(r.status, r.bytes);
+        if (r.ok && r.status == 101) {
             // a tunnel is the slow path's for good: nothing is published,
             // so the kernel never takes this connection back
             std::vector<char> pending(in_.data(), in_.data() + in_len_);
@@ -990,20 +906,17 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
         // went to the upstream too, which closes after answering: back in the
         // pool as IDLE, the data plane could redirect the next request into
         // that closing socket before the pool's watcher sees the FIN.
-        server_.pool().release(up, x.ok && x.reusable && !close);
-        if (!x.ok) {
-            if (!x.wrote) {
-                int code = x.status ? x.status : 502;
-                uint64_t n = co_await respond(code, "upstream failed\n", true);
-                complete(code, n);
-            }
+        server_.pool().release(up, r.ok && r.reusable && !close);
+        if (!r.ok) {
+            if (!r.wrote)
+                co_await answer(x, m.hdr_len, r.status ? r.status : 502, "upstream failed\n", true);
             break;
         }
         // the last send published the answer; a response that ended
         // without one (no bytes after the last framing step) is published now
         if (answered_consumed_ != consumed_)
             publish(0, true);
-        if (close || x.close)
+        if (close || r.close)
             break;
     }
     log::debug(dataplane::to_string(key_), ": session ends: ", why);

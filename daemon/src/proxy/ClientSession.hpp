@@ -19,6 +19,7 @@
 
 namespace l7fast::proxy {
 
+class ExchangeRecord;
 class ProxyServer;
 struct PolicyRuntime;
 
@@ -92,6 +93,11 @@ private:
     // `target` are what is known of the request ("" when not).
     awaitable<void> refuse(int status, std::string_view text, std::string reason, std::string_view method = {},
                            std::string_view target = {});
+    // l7fast's own answer to the request of exchange `x` (a plain-text
+    // `status`), which then ends; the request's head (`head_len` bytes) is
+    // consumed first unless the connection closes after the answer (its
+    // body, if any, is not read). Returns `close`.
+    awaitable<bool> answer(ExchangeRecord& x, size_t head_len, int status, std::string_view text, bool close);
     awaitable<uint64_t> respond_local(const policy::LocalResponse& r);
     // Reads and drops the body of a request l7fast answers itself, when it
     // is small and already on its way; false: the connection must close

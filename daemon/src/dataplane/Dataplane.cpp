@@ -73,6 +73,14 @@ std::string libbpf_tail(size_t lines)
     return out;
 }
 
+// What is pinned under a pin directory (maps/, links/), not the directory.
+void remove_pins_under(const std::string& dir)
+{
+    std::error_code ec;
+    for (const auto& sub : {"maps", "links"})
+        fs::remove_all(fs::path(dir) / sub, ec);
+}
+
 }  // namespace
 
 template <class T>
@@ -207,35 +215,32 @@ Dataplane::Dataplane(const DataplaneOptions& opts) : opts_(opts)
                     "; starting clean (open connections are closed)");
     if (!(opts_.adopt && why.empty() && load(true)))
         load(false);
-    try {
-        tables_ = TableWriter(TableMaps::of(skel_->obj));
-        attach();
-        if (adopted_)
-            recover_state();
-        else
-            pin();
-        slot_states_ = MappedArray<uint64_t>(bpf_map__fd(skel_->maps.l7_slot_state), L7_MAX_SLOTS,
-                                             "l7_slot_state");
-        pools_ = MappedArray<l7_pool>(bpf_map__fd(skel_->maps.l7_pools), L7_MAX_POOLS, "l7_pools");
-        conn_sync_ = MappedArray<l7_conn_sync>(bpf_map__fd(skel_->maps.l7_conn_sync), L7_MAX_CONNS,
-                                               "l7_conn_sync");
-        if (const auto& f = test_faults(); f.conns_max)
-            remote_capacity_ = *f.conns_max;
-        remote_used_.assign(L7_MAX_CONNS - L7_CONNS_LOCAL, false);
-        for (const auto& [k, r] : conn_refs())
-            if (r.idx >= L7_CONNS_LOCAL && r.idx < L7_MAX_CONNS)
-                remote_used_[r.idx - L7_CONNS_LOCAL] = true;
-        events_ = ring_buffer__new(bpf_map__fd(skel_->maps.l7_events), &Dataplane::on_event,
-                                   this, nullptr);
-        if (!events_)
-            throw DataplaneError("opening the event ring: " + errstr(errno));
-        config_.ingress_budget = opts_.ingress_budget;
-        config_.abi_version = L7_ABI_VERSION;
-        write_config();
-    } catch (...) {
-        release();
-        throw;
-    }
+    // from here on every resource is a member that releases itself, in order,
+    // if the rest throws
+    pins_ = Pins(opts_.bpffs);
+    tables_ = TableWriter(TableMaps::of(skel_->obj));
+    attach();
+    if (adopted_)
+        recover_state();
+    else
+        pin();
+    slot_states_ = MappedArray<uint64_t>(bpf_map__fd(skel_->maps.l7_slot_state), L7_MAX_SLOTS,
+                                         "l7_slot_state");
+    pools_ = MappedArray<l7_pool>(bpf_map__fd(skel_->maps.l7_pools), L7_MAX_POOLS, "l7_pools");
+    conn_sync_ = MappedArray<l7_conn_sync>(bpf_map__fd(skel_->maps.l7_conn_sync), L7_MAX_CONNS,
+                                           "l7_conn_sync");
+    if (const auto& f = test_faults(); f.conns_max)
+        remote_capacity_ = *f.conns_max;
+    remote_used_.assign(L7_MAX_CONNS - L7_CONNS_LOCAL, false);
+    for (const auto& [k, r] : conn_refs())
+        if (r.idx >= L7_CONNS_LOCAL && r.idx < L7_MAX_CONNS)
+            remote_used_[r.idx - L7_CONNS_LOCAL] = true;
+    events_.reset(ring_buffer__new(bpf_map__fd(skel_->maps.l7_events), &Dataplane::on_event, this, nullptr));
+    if (!events_)
+        throw DataplaneError("opening the event ring: " + errstr(errno));
+    config_.ingress_budget = opts_.ingress_budget;
+    config_.abi_version = L7_ABI_VERSION;
+    write_config();
 }
 
 // Opens and loads the object; with `adopt`, every map reuses its pin under
@@ -243,7 +248,7 @@ Dataplane::Dataplane(const DataplaneOptions& opts) : opts_(opts)
 // clean); throws when the kernel rejects the programs.
 bool Dataplane::load(bool adopt)
 {
-    skel_ = l7fast_bpf__open();
+    skel_.reset(l7fast_bpf__open());
     if (!skel_)
         throw DataplaneError("opening the embedded BPF object: " + errstr(errno));
     // load-time specialisation: the verifier prunes what these disable
@@ -267,18 +272,16 @@ bool Dataplane::load(bool adopt)
         // stays: the daemon holds its lock, BpffsLock.)
         if (!fs::is_empty(opts_.bpffs, ec) && !ec) {
             log::notice("removing stale data-plane pins in ", opts_.bpffs);
-            remove_pins();
+            remove_pins_under(opts_.bpffs);
         }
     }
-    if (std::string fault = apply_test_faults(skel_); !fault.empty()) {
-        l7fast_bpf__destroy(skel_);
-        skel_ = nullptr;
+    if (std::string fault = apply_test_faults(skel_.get()); !fault.empty()) {
+        skel_.reset();
         throw DataplaneError(fault);
     }
-    int err = l7fast_bpf__load(skel_);
+    int err = l7fast_bpf__load(skel_.get());
     if (err) {
-        l7fast_bpf__destroy(skel_);
-        skel_ = nullptr;
+        skel_.reset();
         if (adopt) {
             log::notice("cannot adopt the pinned data-plane maps (", errstr(err),
                         "): starting clean (open connections are closed)");
@@ -333,35 +336,45 @@ void Dataplane::recover_state()
     tables_.adopt_strings();
 }
 
-Dataplane::~Dataplane() { release(); }
+Dataplane::~Dataplane() = default;
 
-void Dataplane::release() noexcept
+void Dataplane::SkelDeleter::operator()(::l7fast_bpf* s) const noexcept { l7fast_bpf__destroy(s); }
+void Dataplane::LinkDeleter::operator()(::bpf_link* l) const noexcept { bpf_link__destroy(l); }
+void Dataplane::RingDeleter::operator()(::ring_buffer* r) const noexcept { ring_buffer__free(r); }
+
+Dataplane::MapAttachment::~MapAttachment()
 {
-    if (events_) {
-        ring_buffer__free(events_);
-        events_ = nullptr;
+    if (prog_fd_ >= 0)
+        bpf_prog_detach2(prog_fd_, map_fd_, static_cast<bpf_attach_type>(type_));
+}
+
+Dataplane::Pins& Dataplane::Pins::operator=(Pins&& o) noexcept
+{
+    if (this != &o) {
+        this->~Pins();
+        dir_ = std::move(o.dir_);
+        o.dir_.clear();
     }
-    slot_states_ = {};
-    pools_ = {};
-    conn_sync_ = {};
-    if (!skel_)
+    return *this;
+}
+
+Dataplane::Pins::~Pins()
+{
+    if (dir_.empty())
         return;
-    // Handing over: the pins keep the maps and the link (and so the
-    // programs attached to them) alive for the next daemon.
-    if (!handover_)
-        for (size_t i = 0; i < attached_map_fds_.size(); i++)
-            bpf_prog_detach2(map_attachments_[i].first, attached_map_fds_[i],
-                             static_cast<bpf_attach_type>(map_attachments_[i].second));
-    attached_map_fds_.clear();
-    map_attachments_.clear();
-    if (!handover_)
-        unpin();
-    if (sockops_link_) {
-        bpf_link__destroy(sockops_link_);
-        sockops_link_ = nullptr;
-    }
-    l7fast_bpf__destroy(skel_);
-    skel_ = nullptr;
+    remove_pins_under(dir_);
+    std::error_code ec;
+    fs::remove(dir_, ec);  // empty now; the lock goes with the daemon
+    dir_.clear();
+}
+
+// Handing over: the pins keep the maps and the link (and so the programs
+// attached to the maps) alive for the next daemon.
+void Dataplane::handover()
+{
+    for (auto& a : attachments_)
+        a.keep();
+    pins_.keep();
 }
 
 void Dataplane::attach()
@@ -372,14 +385,14 @@ void Dataplane::attach()
     std::string link_pin = (fs::path(opts_.bpffs) / "links" / "sockops").string();
     if (adopted_) {
         // the pinned link stays attached; it runs this instance's program
-        sockops_link_ = bpf_link__open(link_pin.c_str());
+        sockops_link_.reset(bpf_link__open(link_pin.c_str()));
         if (!sockops_link_)
             throw DataplaneError("opening the pinned sockops link: " + errstr(errno));
-        int err = bpf_link__update_program(sockops_link_, skel_->progs.l7_sockops);
+        int err = bpf_link__update_program(sockops_link_.get(), skel_->progs.l7_sockops);
         if (err)
             throw DataplaneError("updating the pinned sockops link: " + errstr(err));
     } else {
-        sockops_link_ = bpf_program__attach_cgroup(skel_->progs.l7_sockops, cgroup_fd_.get());
+        sockops_link_.reset(bpf_program__attach_cgroup(skel_->progs.l7_sockops, cgroup_fd_.get()));
         if (!sockops_link_) {
             int e = errno;
             throw DataplaneError("attaching sockops to " + opts_.cgroup + ": " + errstr(e));
@@ -402,8 +415,7 @@ void Dataplane::attach()
         if (bpf_prog_attach(pfd, mfd, a.type, 0) != 0)
             throw DataplaneError(std::string("attaching ") + bpf_program__name(a.prog) + " to " +
                                  bpf_map__name(a.map) + ": " + errstr(errno));
-        map_attachments_.emplace_back(pfd, a.type);
-        attached_map_fds_.push_back(mfd);
+        attachments_.emplace_back(pfd, mfd, a.type);
     }
 }
 
@@ -426,22 +438,8 @@ void Dataplane::pin()
             throw DataplaneError("pinning map " + std::string(name) + ": " + errstr(errno));
     }
     std::string link_path = (dir / "links" / "sockops").string();
-    if (bpf_link__pin(sockops_link_, link_path.c_str()) != 0)
+    if (bpf_link__pin(sockops_link_.get(), link_path.c_str()) != 0)
         throw DataplaneError("pinning the sockops link: " + errstr(errno));
-}
-
-void Dataplane::remove_pins()
-{
-    std::error_code ec;
-    for (const auto& sub : {"maps", "links"})
-        fs::remove_all(fs::path(opts_.bpffs) / sub, ec);
-}
-
-void Dataplane::unpin()
-{
-    remove_pins();
-    std::error_code ec;
-    fs::remove(opts_.bpffs, ec);  // empty now; the lock goes with the daemon
 }
 
 void Dataplane::write_config()
@@ -831,7 +829,7 @@ void Dataplane::remove_slot_sockets(uint32_t id, int fd)
         bpf_map_delete_elem(bpf_map__fd(skel_->maps.l7_ref_by_cookie), &*cookie);
 }
 
-int Dataplane::events_fd() const { return events_ ? ring_buffer__epoll_fd(events_) : -1; }
+int Dataplane::events_fd() const { return events_ ? ring_buffer__epoll_fd(events_.get()) : -1; }
 
 int Dataplane::on_event(void* self, void* data, size_t size)
 {
@@ -847,7 +845,7 @@ int Dataplane::on_event(void* self, void* data, size_t size)
 int Dataplane::consume_events(const std::function<void(const l7_event&)>& fn)
 {
     consumer_ = &fn;
-    int n = ring_buffer__consume(events_);
+    int n = ring_buffer__consume(events_.get());
     consumer_ = nullptr;
     return n;
 }

@@ -92,13 +92,14 @@ public:
     // Loads, attaches and pins. Throws DataplaneError with an explanation
     // (the verifier's last lines when a program is rejected).
     explicit Dataplane(const DataplaneOptions& opts);
-    // Detaches and unpins everything, unless handed over (see handover()).
+    // Detaches and unpins everything (its members do, in order), unless
+    // handed over (see handover()).
     ~Dataplane();
     // Whether the pinned state of a previous daemon was taken over.
     bool adopted() const { return adopted_; }
     // Leave the pinned maps, the sockops link and the programs attached to
     // the maps in place at destruction, for the next l7fastd to adopt.
-    void handover() { handover_ = true; }
+    void handover();
     Dataplane(const Dataplane&) = delete;
     Dataplane& operator=(const Dataplane&) = delete;
 
@@ -205,11 +206,8 @@ public:
 
 private:
     static int on_event(void* self, void* data, size_t size);
-    void release() noexcept;
     void attach();
     void pin();
-    void unpin();
-    void remove_pins();  // what is under <bpffs>, not the directory
     void write_config();
     bool load(bool adopt);
     bool pins_adoptable(std::string* why) const;
@@ -217,18 +215,62 @@ private:
     // deletes the verified-token cache's entries of one slot, or all
     void jwt_cache_delete_gen(std::optional<uint32_t> gen);
 
+    // The loaded object's resources, each released by its own destructor,
+    // in the reverse of their order here: the event ring and the mapped
+    // arrays, the programs' sockmap attachments, the pins, the sockops
+    // link, the object. handover() keeps the attachments and the pins.
+    struct SkelDeleter {
+        void operator()(::l7fast_bpf* s) const noexcept;
+    };
+    struct LinkDeleter {
+        void operator()(::bpf_link* l) const noexcept;
+    };
+    struct RingDeleter {
+        void operator()(::ring_buffer* r) const noexcept;
+    };
+    // A program attached to a sockmap, detached at destruction unless kept.
+    class MapAttachment {
+    public:
+        MapAttachment(int prog_fd, int map_fd, int type) : prog_fd_(prog_fd), map_fd_(map_fd), type_(type) {}
+        MapAttachment(MapAttachment&& o) noexcept : prog_fd_(o.prog_fd_), map_fd_(o.map_fd_), type_(o.type_)
+        {
+            o.prog_fd_ = -1;
+        }
+        MapAttachment& operator=(MapAttachment&&) = delete;
+        ~MapAttachment();
+        void keep() { prog_fd_ = -1; }
+
+    private:
+        int prog_fd_, map_fd_, type_;
+    };
+    // The pins under <bpffs> (and the directory), removed at destruction
+    // unless kept: from the moment the object is loaded they are this
+    // instance's (its own, or the previous daemon's it adopted).
+    class Pins {
+    public:
+        Pins() = default;
+        explicit Pins(std::string dir) : dir_(std::move(dir)) {}
+        Pins(Pins&& o) noexcept : dir_(std::move(o.dir_)) { o.dir_.clear(); }
+        Pins& operator=(Pins&& o) noexcept;
+        ~Pins();
+        void keep() { dir_.clear(); }
+
+    private:
+        std::string dir_;  // empty: nothing to remove
+    };
+
     DataplaneOptions opts_;
-    struct ::l7fast_bpf* skel_ = nullptr;
+    std::unique_ptr<::l7fast_bpf, SkelDeleter> skel_;
     Fd cgroup_fd_;
-    ::bpf_link* sockops_link_ = nullptr;
-    std::vector<std::pair<int, int>> map_attachments_;  // (prog fd, attach type) per map fd
-    std::vector<int> attached_map_fds_;
-    ::ring_buffer* events_ = nullptr;
-    const std::function<void(const l7_event&)>* consumer_ = nullptr;
+    std::unique_ptr<::bpf_link, LinkDeleter> sockops_link_;
+    Pins pins_;
+    std::vector<MapAttachment> attachments_;
     // the maps the daemon reads and writes without system calls
     MappedArray<uint64_t> slot_states_;
     MappedArray<l7_pool> pools_;
     MappedArray<l7_conn_sync> conn_sync_;
+    std::unique_ptr<::ring_buffer, RingDeleter> events_;
+    const std::function<void(const l7_event&)>* consumer_ = nullptr;
     // the daemon's half of l7_conns (remote clients): which entries it uses
     std::vector<bool> remote_used_;
     uint32_t remote_cursor_ = 0;
@@ -240,7 +282,6 @@ private:
     std::vector<l7_jwt_provider> jwt_providers_[L7_GENS];
     int ncpus_ = 1;
     bool adopted_ = false;
-    bool handover_ = false;
 };
 
 }  // namespace l7fast::dataplane

@@ -11,9 +11,17 @@
 #include "l7fast_abi.h"
 #include "l7_scratch.h"
 
+/* Every map is pinned by name under the daemon's <bpffs>/maps (the loader's
+ * pin_root_path): libbpf creates the pin at load, or reuses the pin a
+ * previous l7fastd left (restart without dropping connections). An object
+ * loaded without that root (the tests' harness) clears each map's pin path
+ * before load. */
+#define L7_PINNED __uint(pinning, LIBBPF_PIN_BY_NAME)
+
 /* daemon writes; all programs read. One entry. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	L7_PINNED;
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct l7_config);
@@ -23,6 +31,7 @@ struct {
  * which client sockets belong to l7fast. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	L7_PINNED;
 	__uint(max_entries, L7_MAX_LISTENERS);
 	__type(key, struct l7_listener_key);
 	__type(value, struct l7_listener);
@@ -32,6 +41,7 @@ struct {
  * L7_BMI_PER_SPACE per generation and space (L7_BMI_INDEX). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	L7_PINNED;
 	__uint(max_entries, L7_GENS * L7_SPACES * L7_BMI_PER_SPACE);
 	__type(key, __u32);
 	__type(value, struct l7_bitmap);
@@ -40,6 +50,7 @@ struct {
 /* daemon writes; req reads. String conditions by keyed hash (sized). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	L7_PINNED;
 	__uint(max_entries, 2 * L7_GENS * L7_MAX_ROUTES);
 	__type(key, struct l7_match_key);
 	__type(value, struct l7_match_val);
@@ -48,6 +59,7 @@ struct {
 /* daemon writes; req reads. Index gen * L7_MAX_ROUTES + route. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	L7_PINNED;
 	__uint(max_entries, L7_GENS * L7_MAX_ROUTES);
 	__type(key, __u32);
 	__type(value, struct l7_route);
@@ -56,6 +68,7 @@ struct {
 /* daemon writes; req reads. Index gen * L7_MAX_CLUSTERS + cluster. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	L7_PINNED;
 	__uint(max_entries, L7_GENS * L7_MAX_CLUSTERS);
 	__type(key, __u32);
 	__type(value, struct l7_cluster);
@@ -64,6 +77,7 @@ struct {
 /* daemon writes; req reads. Index gen * L7_MAX_ENDPOINTS + endpoint. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	L7_PINNED;
 	__uint(max_entries, L7_GENS * L7_MAX_ENDPOINTS);
 	__type(key, __u32);
 	__type(value, struct l7_endpoint);
@@ -75,6 +89,7 @@ struct {
  * clusters beyond L7_MAX_LB_TABLES per generation choose in user space. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	L7_PINNED;
 	__uint(max_entries, L7_GENS * L7_MAX_LB_TABLES);
 	__type(key, __u32);
 	__type(value, struct l7_lb_table);
@@ -83,6 +98,7 @@ struct {
 /* req increments (round-robin cursor per cluster); nobody else. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	L7_PINNED;
 	__uint(max_entries, L7_GENS * L7_MAX_CLUSTERS);
 	__type(key, __u32);
 	__type(value, __u64);
@@ -96,6 +112,7 @@ struct {
  * connection whose peer closed). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	L7_PINNED;
 	__uint(max_entries, L7_MAX_SLOTS);
 	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
@@ -107,6 +124,7 @@ struct {
  * flags in; the daemon reads it (relays, failures, sweeps). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	L7_PINNED;
 	__uint(max_entries, L7_MAX_SLOTS);
 	__type(key, __u32);
 	__type(value, struct l7_slot);
@@ -116,6 +134,7 @@ struct {
  * (daemon, req, resp). mmapped by the daemon. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	L7_PINNED;
 	__uint(max_entries, L7_MAX_POOLS);
 	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
@@ -126,6 +145,7 @@ struct {
  * connection end, to mark it (l7_sk_refs) and adopt a local backend's end. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	L7_PINNED;
 	__uint(max_entries, L7_MAX_SLOTS);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct l7_conn_key);
@@ -139,6 +159,7 @@ struct {
  * and resp update fields; the daemon frees entries when its session ends. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	L7_PINNED;
 	__uint(max_entries, L7_MAX_CONNS);
 	__type(key, __u32);
 	__type(value, struct l7_conn);
@@ -148,6 +169,7 @@ struct {
  * write k_busy. mmapped by the daemon. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	L7_PINNED;
 	__uint(max_entries, L7_MAX_CONNS);
 	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
@@ -159,6 +181,7 @@ struct {
  * entry. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	L7_PINNED;
 	__uint(max_entries, L7_MAX_CONNS);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct l7_conn_key);
@@ -169,6 +192,7 @@ struct {
  * pooled connection): sockops writes; req_msg, resp_msg and sockops read. */
 struct {
 	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	L7_PINNED;
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
 	__type(value, struct l7_sk_ref);
@@ -180,6 +204,7 @@ struct {
  * read. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	L7_PINNED;
 	__uint(max_entries, L7_MAX_CONNS + L7_MAX_SLOTS);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u64);
@@ -190,6 +215,7 @@ struct {
  * Index gen * L7_MAX_ROUTES + route. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	L7_PINNED;
 	__uint(max_entries, L7_GENS * L7_MAX_ROUTES);
 	__type(key, __u32);
 	__type(value, struct l7_mutation);
@@ -202,6 +228,7 @@ struct {
  * ingress. */
 struct {
 	__uint(type, BPF_MAP_TYPE_SOCKMAP);
+	L7_PINNED;
 	__uint(max_entries, L7_MAX_CONNS);
 	__type(key, __u32);
 	__type(value, __u64);
@@ -212,6 +239,7 @@ struct {
  * network; resp redirects responses to their egress. */
 struct {
 	__uint(type, BPF_MAP_TYPE_SOCKMAP);
+	L7_PINNED;
 	__uint(max_entries, L7_MAX_CONNS);
 	__type(key, __u32);
 	__type(value, __u64);
@@ -221,6 +249,7 @@ struct {
  * SK_MSG l7_resp_msg runs on the backend's sends. */
 struct {
 	__uint(type, BPF_MAP_TYPE_SOCKMAP);
+	L7_PINNED;
 	__uint(max_entries, L7_MAX_SLOTS);
 	__type(key, __u32);
 	__type(value, __u64);
@@ -230,6 +259,7 @@ struct {
  * verdict l7_resp_skb runs on responses arriving from the network. */
 struct {
 	__uint(type, BPF_MAP_TYPE_SOCKMAP);
+	L7_PINNED;
 	__uint(max_entries, L7_MAX_SLOTS);
 	__type(key, __u32);
 	__type(value, __u64);
@@ -240,6 +270,7 @@ struct {
 /* req/resp add; daemon reads and sums over CPUs. Index stats_id. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	L7_PINNED;
 	__uint(max_entries, L7_GENS * L7_MAX_ROUTES);
 	__type(key, __u32);
 	__type(value, struct l7_route_stats);
@@ -248,6 +279,7 @@ struct {
 /* l7_resp_complete adds; daemon reads and sums over CPUs. Index pool id. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	L7_PINNED;
 	__uint(max_entries, L7_MAX_POOLS);
 	__type(key, __u32);
 	__type(value, struct l7_pool_stats);
@@ -256,6 +288,7 @@ struct {
 /* all programs add; daemon reads. enum l7_counter. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	L7_PINNED;
 	__uint(max_entries, L7_C_COUNT);
 	__type(key, __u32);
 	__type(value, __u64);
@@ -264,6 +297,7 @@ struct {
 /* resp and req write; daemon consumes. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	L7_PINNED;
 	__uint(max_entries, 256 * 1024);
 } l7_events SEC(".maps");
 
@@ -274,6 +308,7 @@ struct {
  * is not in the kernel. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	L7_PINNED;
 	__uint(max_entries, L7_GENS * L7_MAX_JWT_PROVIDERS);
 	__type(key, __u32);
 	__type(value, struct l7_jwt_provider);
@@ -284,6 +319,7 @@ struct {
  * reads. LRU: a full cache evicts, which only costs a slow-path trip. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	L7_PINNED;
 	__uint(max_entries, L7_JWT_CACHE);
 	__type(key, struct l7_jwt_key);
 	__type(value, struct l7_jwt_entry);
@@ -299,6 +335,7 @@ struct {
  * less than the window. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	L7_PINNED;
 	__uint(max_entries, L7_SCRATCH_SLOTS);
 	__type(key, __u32);
 	__type(value, struct l7_scratch);

@@ -36,6 +36,10 @@ BpfDecider::BpfDecider(bool weak_hash)
     if (!skel_)
         throw std::runtime_error("opening the decision harness: " + errno_text(errno));
     skel_->rodata->weak_hash = weak_hash ? 1 : 0;
+    // the maps are the harness's own: none is pinned (l7_maps.h pins by
+    // name, under the daemon's root; libbpf's default root is /sys/fs/bpf)
+    bpf_map* map;
+    bpf_object__for_each_map(map, skel_->obj) bpf_map__set_pin_path(map, nullptr);
     const int ncpus = libbpf_num_possible_cpus();
     if (ncpus <= 0) {
         decide_harness_bpf__destroy(skel_);

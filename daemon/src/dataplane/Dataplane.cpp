@@ -24,8 +24,9 @@ namespace fs = std::filesystem;
 namespace l7fast::dataplane {
 namespace {
 
-// libbpf's own messages go to our log; the last lines are kept so a verifier
-// rejection can be explained in the error that stops the daemon.
+// libbpf's own messages go to our log; the last warning and information
+// lines are kept so a verifier rejection can be explained in the error that
+// stops the daemon.
 std::mutex g_libbpf_mu;
 std::deque<std::string> g_libbpf_tail;
 
@@ -49,7 +50,9 @@ int libbpf_print(enum libbpf_print_level level, const char* fmt, va_list ap)
             end = text.size();
         std::string line = text.substr(start, end - start);
         start = end + 1;
-        if (line.empty())
+        // debug lines (map creation, pinning and unpinning: a failed load
+        // unpins every map it pinned) would push the reason out
+        if (line.empty() || level == LIBBPF_DEBUG)
             continue;
         {
             std::lock_guard<std::mutex> lock(g_libbpf_mu);
@@ -243,29 +246,23 @@ Dataplane::Dataplane(const DataplaneOptions& opts) : opts_(opts)
     write_config();
 }
 
-// Opens and loads the object; with `adopt`, every map reuses its pin under
-// <bpffs>/maps. Returns false when adopting failed (the caller retries
+// Opens and loads the object. Its maps are pinned by name under
+// <bpffs>/maps (LIBBPF_PIN_BY_NAME, bpf/include/l7_maps.h): with `adopt`,
+// libbpf reuses the pins there, else they are removed first and libbpf
+// pins the new maps. Returns false when adopting failed (the caller retries
 // clean); throws when the kernel rejects the programs.
 bool Dataplane::load(bool adopt)
 {
-    skel_.reset(l7fast_bpf__open());
+    const std::string maps_dir = (fs::path(opts_.bpffs) / "maps").string();
+    LIBBPF_OPTS(bpf_object_open_opts, open_opts, .pin_root_path = maps_dir.c_str());
+    skel_.reset(l7fast_bpf__open_opts(&open_opts));
     if (!skel_)
         throw DataplaneError("opening the embedded BPF object: " + errstr(errno));
     // load-time specialisation: the verifier prunes what these disable
     skel_->rodata->cfg_trace = opts_.trace ? 1 : 0;
     // scratch entries per possible CPU (l7_scratch, bpf/include/l7_maps.h)
     bpf_map__set_max_entries(skel_->maps.l7_scratch, static_cast<uint32_t>(ncpus_) * L7_SCRATCH_SLOTS);
-    if (adopt) {
-        bpf_map* map;
-        bpf_object__for_each_map(map, skel_->obj)
-        {
-            const char* name = bpf_map__name(map);
-            if (std::strchr(name, '.'))
-                continue;
-            std::string path = (fs::path(opts_.bpffs) / "maps" / name).string();
-            bpf_map__set_pin_path(map, path.c_str());
-        }
-    } else {
+    if (!adopt) {
         std::error_code ec;
         // A previous instance that died leaves its pins; they describe state
         // this instance does not adopt, so they go. (The directory itself
@@ -279,9 +276,16 @@ bool Dataplane::load(bool adopt)
         skel_.reset();
         throw DataplaneError(fault);
     }
+    std::error_code dir_ec;
+    fs::create_directories(maps_dir, dir_ec);  // where the maps pin themselves
     int err = l7fast_bpf__load(skel_.get());
     if (err) {
         skel_.reset();
+        // libbpf unpinned what it pinned; the directory it pinned into goes
+        // too (an adopted one is the previous daemon's: the clean retry
+        // decides)
+        if (!adopt)
+            remove_pins_under(opts_.bpffs);
         if (adopt) {
             log::notice("cannot adopt the pinned data-plane maps (", errstr(err),
                         "): starting clean (open connections are closed)");
@@ -419,6 +423,8 @@ void Dataplane::attach()
     }
 }
 
+// The sockops link, pinned for the next l7fastd (the maps pinned
+// themselves at load).
 void Dataplane::pin()
 {
     std::error_code ec;
@@ -427,16 +433,6 @@ void Dataplane::pin()
     fs::create_directories(dir / "links", ec);
     if (ec)
         throw DataplaneError("creating " + dir.string() + ": " + ec.message());
-    bpf_map* map;
-    bpf_object__for_each_map(map, skel_->obj)
-    {
-        const char* name = bpf_map__name(map);
-        if (std::strchr(name, '.'))
-            continue;  // .rodata/.bss: internal
-        std::string path = (dir / "maps" / name).string();
-        if (bpf_map__pin(map, path.c_str()) != 0)
-            throw DataplaneError("pinning map " + std::string(name) + ": " + errstr(errno));
-    }
     std::string link_path = (dir / "links" / "sockops").string();
     if (bpf_link__pin(sockops_link_.get(), link_path.c_str()) != 0)
         throw DataplaneError("pinning the sockops link: " + errstr(errno));

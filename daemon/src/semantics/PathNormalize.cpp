@@ -2,20 +2,11 @@
 
 #include <vector>
 
+#include "l7_http.h"  // l7_hexval: the parser's, one definition
+
 namespace l7fast::policy {
 
 namespace {
-
-int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 bool unreserved(unsigned char c)
 {
@@ -55,7 +46,7 @@ NormalizedTarget normalize_target(std::string_view target)
             out.cause = "truncated_escape";
             return out;
         }
-        const int a = hex_value(path[i + 1]), b = hex_value(path[i + 2]);
+        const int a = l7_hexval(static_cast<__u8>(path[i + 1])), b = l7_hexval(static_cast<__u8>(path[i + 2]));
         if (a < 0 || b < 0) {
             out.error = "malformed percent-escape in the request path";
             out.cause = "malformed_escape";

@@ -355,14 +355,16 @@ Dataplane::MapAttachment::~MapAttachment()
 Dataplane::Pins& Dataplane::Pins::operator=(Pins&& o) noexcept
 {
     if (this != &o) {
-        this->~Pins();
+        remove();
         dir_ = std::move(o.dir_);
         o.dir_.clear();
     }
     return *this;
 }
 
-Dataplane::Pins::~Pins()
+Dataplane::Pins::~Pins() { remove(); }
+
+void Dataplane::Pins::remove() noexcept
 {
     if (dir_.empty())
         return;

@@ -256,6 +256,7 @@ private:
         void keep() { dir_.clear(); }
 
     private:
+        void remove() noexcept;
         std::string dir_;  // empty: nothing to remove
     };
 

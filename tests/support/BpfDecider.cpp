@@ -19,6 +19,8 @@
 
 namespace l7fast::testing {
 
+using dataplane::errstr;
+
 static_assert(kPicks == DH_PICKS);
 
 namespace {
@@ -26,41 +28,31 @@ namespace {
 // enum l7_decision_kind (bpf/lib/decide.h)
 constexpr uint32_t kDecisionKernel = 0;
 
-std::string errno_text(int e) { return std::strerror(e < 0 ? -e : e); }
-
 }  // namespace
 
-BpfDecider::BpfDecider(bool weak_hash)
+void BpfDecider::SkelDeleter::operator()(::decide_harness_bpf* s) const noexcept { decide_harness_bpf__destroy(s); }
+
+BpfDecider::BpfDecider(bool weak_hash) : skel_(decide_harness_bpf__open())
 {
-    skel_ = decide_harness_bpf__open();
     if (!skel_)
-        throw std::runtime_error("opening the decision harness: " + errno_text(errno));
+        throw std::runtime_error("opening the decision harness: " + errstr(errno));
     skel_->rodata->weak_hash = weak_hash ? 1 : 0;
     // the maps are the harness's own: none is pinned (l7_maps.h pins by
     // name, under the daemon's root; libbpf's default root is /sys/fs/bpf)
     bpf_map* map;
     bpf_object__for_each_map(map, skel_->obj) bpf_map__set_pin_path(map, nullptr);
     const int ncpus = libbpf_num_possible_cpus();
-    if (ncpus <= 0) {
-        decide_harness_bpf__destroy(skel_);
+    if (ncpus <= 0)
         throw std::runtime_error("cannot count possible CPUs");
-    }
     // scratch entries per possible CPU, as the daemon sizes them
     bpf_map__set_max_entries(skel_->maps.l7_scratch, static_cast<uint32_t>(ncpus) * L7_SCRATCH_SLOTS);
-    if (const int err = decide_harness_bpf__load(skel_); err != 0) {
-        decide_harness_bpf__destroy(skel_);
-        throw std::runtime_error("loading the decision harness (root and BPF needed): " + errno_text(err));
-    }
+    if (const int err = decide_harness_bpf__load(skel_.get()); err != 0)
+        throw std::runtime_error("loading the decision harness (root and BPF needed): " + errstr(err));
     prog_fd_ = bpf_program__fd(skel_->progs.decide);
-    try {
-        tables_ = dataplane::TableWriter(dataplane::TableMaps::of(skel_->obj));
-    } catch (...) {
-        decide_harness_bpf__destroy(skel_);
-        throw;
-    }
+    tables_ = dataplane::TableWriter(dataplane::TableMaps::of(skel_->obj));
 }
 
-BpfDecider::~BpfDecider() { decide_harness_bpf__destroy(skel_); }
+BpfDecider::~BpfDecider() = default;
 
 uint64_t BpfDecider::weak_string_hash(uint64_t, std::string_view s, bool)
 {
@@ -91,7 +83,7 @@ void BpfDecider::install(const policy::CompiledTables& t)
     uint32_t zero = 0;
     l7_config cfg{};
     if (bpf_map_lookup_elem(cfd, &zero, &cfg) != 0)
-        throw std::runtime_error("reading l7_config: " + errno_text(errno));
+        throw std::runtime_error("reading l7_config: " + errstr(errno));
     cfg.meta[gen] = t.meta;
     cfg.active_gen = gen;
     cfg.flags |= L7_CF_ENABLED;
@@ -118,7 +110,7 @@ Decision BpfDecider::decide(std::string_view request, uint32_t listener, const s
     }
     LIBBPF_OPTS(bpf_test_run_opts, run);
     if (bpf_prog_test_run_opts(prog_fd_, &run) != 0)
-        throw std::runtime_error("running the decision harness: " + errno_text(errno));
+        throw std::runtime_error("running the decision harness: " + errstr(errno));
     const dh_out& o = bss->out;
     if (o.status != 0)
         throw std::runtime_error("the decision harness could not run (status " + std::to_string(o.status) + ")");

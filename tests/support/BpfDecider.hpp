@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -71,7 +72,10 @@ public:
     Decision decide(std::string_view request, uint32_t listener, const std::array<Pick, kPicks>& picks);
 
 private:
-    ::decide_harness_bpf* skel_ = nullptr;
+    struct SkelDeleter {
+        void operator()(::decide_harness_bpf* s) const noexcept;
+    };
+    std::unique_ptr<::decide_harness_bpf, SkelDeleter> skel_;
     int prog_fd_ = -1;
     dataplane::TableWriter tables_;
     uint32_t active_gen_ = 0;

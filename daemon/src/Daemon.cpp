@@ -439,18 +439,18 @@ void Daemon::start()
     // the policy's compilation must reuse), then listeners, then clients.
     bool adopting = dp_ && dp_->adopted();
     size_t n_up = 0, n_cli = 0, n_lst = 0;
-    std::vector<int> listeners, clients;
-    for (const auto& f : inherited) {
+    std::vector<Fd> listeners, clients;
+    for (auto& f : inherited) {
         char kind = f.name.empty() ? '?' : f.name[0];
         if (kind == 'l') {
-            listeners.push_back(f.fd);
+            listeners.push_back(std::move(f.fd));
         } else if (kind == 'u' && adopting) {
-            n_up += server_->pool().adopt(f.fd);
+            n_up += server_->pool().adopt(std::move(f.fd));
         } else if (kind == 'c') {
-            clients.push_back(f.fd);
+            clients.push_back(std::move(f.fd));
         } else {
             FdStore::get().remove(f.name);
-            ::close(f.fd);
+            f.fd.reset();
         }
     }
     n_lst = listeners.size();
@@ -461,15 +461,16 @@ void Daemon::start()
         throw std::runtime_error(why);
     apply(std::move(p));
     return_freed_memory();
-    for (int fd : clients)
-        n_cli += server_->adopt_client(fd);
+    const size_t n_clients = clients.size();
+    for (Fd& fd : clients)
+        n_cli += server_->adopt_client(std::move(fd));
     if (adopting) {
         server_->pool().reconcile_adopted();
         server_->free_orphaned_connections();
     }
     if (!inherited.empty())
         log::notice("took over from the previous instance: ", n_lst, " listening sockets, ", n_cli,
-                    " of ", clients.size(), " client connections, ", n_up,
+                    " of ", n_clients, " client connections, ", n_up,
                     " pooled upstream connections");
 
     if (dp_)

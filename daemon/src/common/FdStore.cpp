@@ -51,7 +51,7 @@ std::vector<FdStore::Inherited> FdStore::take_inherited()
         return out;
     }
     for (int i = 0; i < n; i++) {
-        out.push_back({SD_LISTEN_FDS_START + i, names && names[i] ? names[i] : ""});
+        out.push_back({Fd(SD_LISTEN_FDS_START + i), names && names[i] ? names[i] : ""});
         if (names)
             std::free(names[i]);
     }

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "common/Fd.hpp"
+
 namespace l7fast {
 
 class FdStore {
@@ -25,11 +27,11 @@ public:
     void freeze() { frozen_ = true; }
 
     struct Inherited {
-        int fd;
+        Fd fd;
         std::string name;
     };
-    // The descriptors passed at start (LISTEN_FDS / LISTEN_FDNAMES), once;
-    // they are ours to keep or close.
+    // The descriptors passed at start (LISTEN_FDS / LISTEN_FDNAMES), once,
+    // owned: one nobody takes is closed with its Inherited.
     static std::vector<Inherited> take_inherited();
 
 private:

@@ -143,12 +143,19 @@ void ProxyServer::apply(std::shared_ptr<const PolicyRuntime> rt)
         tcp::endpoint ep = to_endpoint(addr);
         error_code ec;
         bool inherited = false;
-        for (int& fd : inherited_listeners_) {
+        for (Fd& fd : inherited_listeners_) {
             policy::SocketAddress bound;
-            if (fd >= 0 && local_address_of(fd, &bound) && bound == addr) {
-                l->acceptor->assign(ep.protocol(), fd, ec);
-                fd = -1;
+            if (fd.valid() && local_address_of(fd.get(), &bound) && bound == addr) {
+                l->acceptor->assign(ep.protocol(), fd.get(), ec);
                 inherited = !ec;
+                if (inherited) {
+                    fd.release();  // the acceptor's now
+                } else {
+                    // closed, so that the address can be bound anew below
+                    FdStore::get().remove(listener_store_name(addr));
+                    fd.reset();
+                    ec.clear();
+                }
                 break;
             }
         }
@@ -179,16 +186,12 @@ void ProxyServer::apply(std::shared_ptr<const PolicyRuntime> rt)
         opened.push_back(std::move(l));
     }
     // inherited listeners the policy no longer has
-    for (int& fd : inherited_listeners_) {
+    for (const Fd& fd : inherited_listeners_) {
         policy::SocketAddress bound;
-        if (fd < 0)
-            continue;
-        if (local_address_of(fd, &bound))
+        if (fd.valid() && local_address_of(fd.get(), &bound))
             FdStore::get().remove(listener_store_name(bound));
-        ::close(fd);
-        fd = -1;
     }
-    inherited_listeners_.clear();
+    inherited_listeners_.clear();  // closes them
 
     // Phase 2: commit. Listeners the policy dropped stop accepting; their
     // connections carry on.
@@ -331,10 +334,11 @@ size_t ProxyServer::clients_on(uint32_t listener_id) const
     return it == clients_.end() ? 0 : it->second;
 }
 
-void ProxyServer::set_inherited_listeners(std::vector<int> fds) { inherited_listeners_ = std::move(fds); }
+void ProxyServer::set_inherited_listeners(std::vector<Fd> fds) { inherited_listeners_ = std::move(fds); }
 
-bool ProxyServer::adopt_client(int fd)
+bool ProxyServer::adopt_client(Fd owned)
 {
+    const int fd = owned.get();
     l7_conn_key key{};
     policy::SocketAddress local;
     bool ok = dataplane::conn_key_of(fd, false, &key) && local_address_of(fd, &local);
@@ -355,16 +359,14 @@ bool ProxyServer::adopt_client(int fd)
             FdStore::get().remove(client_store_name(key));
         if (c)
             dp_->conn_free(*ref, key, c->side == L7_SIDE_REMOTE ? fd : -1);
-        ::close(fd);
         return false;
     }
     tcp::socket sock(io_);
     error_code ec;
     sock.assign(local.family == AF_INET6 ? tcp::v6() : tcp::v4(), fd, ec);
-    if (ec) {
-        ::close(fd);
+    if (ec)
         return false;
-    }
+    owned.release();  // the socket's now
     SessionConn conn;
     conn.adopted = true;
     if (c) {

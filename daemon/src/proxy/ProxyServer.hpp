@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/Asio.hpp"
+#include "common/Fd.hpp"
 #include "dataplane/Abi.hpp"
 #include "config/Policy.hpp"
 #include "proxy/AccessLog.hpp"
@@ -147,10 +148,10 @@ public:
     // Restart: listening sockets a previous l7fastd left in the fd store;
     // apply() uses the one bound to a policy listener's address instead of
     // opening a new one, and closes the rest.
-    void set_inherited_listeners(std::vector<int> fds);
+    void set_inherited_listeners(std::vector<Fd> fds);
     // Restart: a client connection the previous l7fastd accepted. Resumed
     // unless that daemon was in the middle of answering it (then closed).
-    bool adopt_client(int fd);
+    bool adopt_client(Fd fd);
     std::shared_ptr<const PolicyRuntime> runtime() const { return rt_; }
     void stop();
 
@@ -251,7 +252,7 @@ private:
     UpstreamPool pool_;
     UpstreamHealth health_;
     std::shared_ptr<const PolicyRuntime> rt_;
-    std::vector<int> inherited_listeners_;
+    std::vector<Fd> inherited_listeners_;
     std::vector<std::shared_ptr<Listening>> listening_;
     std::map<policy::SocketAddress, uint32_t> listener_ids_;
     struct Session {

@@ -764,8 +764,9 @@ void UpstreamPool::sweep(std::chrono::milliseconds timeout)
     warm_all();
 }
 
-bool UpstreamPool::adopt(int fd)
+bool UpstreamPool::adopt(Fd owned)
 {
+    const int fd = owned.get();
     l7_conn_key key{};
     sockaddr_storage peer{};
     socklen_t plen = sizeof(peer);
@@ -805,7 +806,6 @@ bool UpstreamPool::adopt(int fd)
                 dp_->remove_slot_sockets(*id, fd);
         }
         FdStore::get().remove(id ? store_name(*id) : std::string());
-        ::close(fd);
         return false;
     }
     if (known == ids_.end()) {
@@ -820,7 +820,7 @@ bool UpstreamPool::adopt(int fd)
         pools_[s->pool_id] = std::move(p);
         ids_[addr] = s->pool_id;
     }
-    auto conn = std::make_shared<UpstreamConn>(*this, s->pool_id, *id, Fd(fd),
+    auto conn = std::make_shared<UpstreamConn>(*this, s->pool_id, *id, std::move(owned),
                                                 addr.family == AF_INET6 ? tcp::v6() : tcp::v4(), io_);
     conn->key_ = key;
     conn_at(*id) = conn;

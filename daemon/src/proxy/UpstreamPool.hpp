@@ -127,7 +127,7 @@ public:
     // the slot is IDLE or in a kernel exchange (KBUSY); anything else
     // cannot be resumed and is closed. Call before any pool id is handed
     // out.
-    bool adopt(int fd);
+    bool adopt(Fd fd);
     // After adopting: slots, chunks and tuples nobody adopted are emptied.
     void reconcile_adopted();
 

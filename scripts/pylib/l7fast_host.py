@@ -5,12 +5,17 @@ systemd mounts bpffs at boot; a machine without systemd as PID 1 (a
 container, a VM booted straight into a shell, CI) may have none, and the
 data plane pins its maps there, so the suite mounts it itself, as root,
 when nothing is mounted at /sys/fs/bpf. Also: ports for the listeners they
-start (free_port)."""
+start (free_port), waiting for one to listen (wait_port), a cgroup of their
+own (Cgroup) and the data plane's counters (pinned_counters)."""
+import json
 import os
 import random
 import socket
 import subprocess
+import time
 from pathlib import Path
+
+from l7fast_abi import counter_name
 
 BPFFS = Path("/sys/fs/bpf")
 
@@ -86,3 +91,83 @@ def free_port(host="127.0.0.1"):
         _issued_ports.add(port)
         return port
     raise RuntimeError(f"no free port outside the ephemeral range {lo}-{hi} at {host}")
+
+
+def wait_port(host, port, timeout, proc=None):
+    """True once something accepts connections at host:port; False after
+    `timeout` seconds, or as soon as `proc` (the process that should listen
+    there) has exited."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            return False
+        try:
+            with socket.create_connection((host, port), timeout=0.5):
+                return True
+        except OSError:
+            time.sleep(0.02)
+    return False
+
+
+class Cgroup:
+    """A cgroup v2 directory (made if missing) and the tasks in it."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+        self.path.mkdir(exist_ok=True)
+
+    def add(self, pid):
+        (self.path / "cgroup.procs").write_text(str(pid))
+
+    def procs(self):
+        return cgroup_procs(self.path)
+
+    def remove(self):
+        """Moves what still runs in it to the root cgroup and removes it
+        (and any cgroup below it)."""
+        remove_cgroup_tree(self.path, cgroup2_root())
+
+
+def cgroup_procs(path):
+    try:
+        return [int(p) for p in (Path(path) / "cgroup.procs").read_text().split()]
+    except OSError:
+        return []
+
+
+def remove_cgroup_tree(path, root):
+    """Moves stray tasks to the root cgroup and removes the directories,
+    deepest first."""
+    path = Path(path)
+    if not path.exists():
+        return
+    dirs = sorted((p for p in path.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts))
+    for d in dirs + [path]:
+        for pid in cgroup_procs(d):
+            try:
+                (root / "cgroup.procs").write_text(str(pid))
+            except OSError:
+                pass
+        for _ in range(50):
+            try:
+                d.rmdir()
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                time.sleep(0.05)
+
+
+def pinned_counters(maps_dir):
+    """The data plane's counters (the pinned l7_counters map under
+    `maps_dir`) summed over CPUs, by name; None when bpftool cannot read
+    them."""
+    r = subprocess.run(["bpftool", "-j", "map", "dump", "pinned", f"{maps_dir}/l7_counters"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        return None
+    out = {}
+    for e in json.loads(r.stdout):
+        f = e.get("formatted", e)
+        out[counter_name(f["key"])] = sum(v["value"] for v in f["values"])
+    return out

@@ -35,10 +35,12 @@ PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.execu
 sys.path.insert(0, str(ROOT / "scripts" / "dbus"))
 from l7fast_bus import BUILD, L7FASTCTL, L7FASTD, PrivateBus  # noqa: E402,F401
 sys.path.insert(0, str(ROOT / "scripts" / "pylib"))
-from l7fast_abi import SLOT_STATES, SYNC_FLAGS, counter_name  # noqa: E402
+from l7fast_abi import SLOT_STATES, SYNC_FLAGS  # noqa: E402
 L7_SYNC_CLOSING = SYNC_FLAGS["CLOSING"]
 import l7fast_pools  # noqa: E402
-from l7fast_host import cgroup2_root, ensure_bpffs, free_port  # noqa: E402,F401
+from l7fast_host import Cgroup as HostCgroup  # noqa: E402
+from l7fast_host import cgroup2_root, ensure_bpffs, free_port, pinned_counters  # noqa: E402,F401
+from l7fast_host import wait_port as host_wait_port  # noqa: E402
 
 
 def skip_reason():
@@ -89,42 +91,14 @@ def wait_until(cond, timeout=LIVENESS, interval=0.05):
 
 
 def wait_port(host, port, timeout=LIVENESS):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        try:
-            with socket.create_connection((host, port), timeout=0.5):
-                return True
-        except OSError:
-            time.sleep(0.05)
-    return False
+    return host_wait_port(host, port, timeout)
 
 
-class Cgroup:
-    """A cgroup v2 directory of our own."""
+class Cgroup(HostCgroup):
+    """A cgroup v2 directory of our own, `name` under the hierarchy's root."""
 
     def __init__(self, name):
-        self.path = cgroup2_root() / name
-        self.path.mkdir(exist_ok=True)
-
-    def add(self, pid):
-        (self.path / "cgroup.procs").write_text(str(pid))
-
-    def procs(self):
-        return [int(p) for p in (self.path / "cgroup.procs").read_text().split()]
-
-    def remove(self):
-        root = cgroup2_root()
-        for pid in self.procs():
-            try:
-                (root / "cgroup.procs").write_text(str(pid))
-            except OSError:
-                pass
-        for _ in range(50):
-            try:
-                self.path.rmdir()
-                return
-            except OSError:
-                time.sleep(0.1)
+        super().__init__(cgroup2_root() / name)
 
 
 class Backend:
@@ -529,12 +503,8 @@ class Daemon:
 
     def counters(self):
         """Data-plane counters summed over CPUs, by name."""
-        out = {}
-        for e in self.map_dump("l7_counters"):
-            f = e.get("formatted", e)
-            k = f["key"]
-            total = sum(v["value"] for v in f["values"])
-            out[counter_name(k)] = total
+        out = pinned_counters(f"{self.bpffs}/maps")
+        assert out is not None, f"bpftool cannot read {self.bpffs}/maps/l7_counters"
         return out
 
     def fds(self):
@@ -867,6 +837,24 @@ class Conn:
 
     def close(self):
         self.sock.close()
+
+
+def listener_toml(port, name="web", host="127.0.0.1"):
+    """A [[listener]] table (TOML) on host:port."""
+    return f'[[listener]]\nname = "{name}"\naddress = "{host}:{port}"\n'
+
+
+def cluster_toml(name, *addresses):
+    """A [[cluster]] table (TOML) with these endpoints ("host:port")."""
+    endpoints = ", ".join(f'{{ address = "{a}" }}' for a in addresses)
+    return f'[[cluster]]\nname = "{name}"\nendpoints = [ {endpoints} ]\n'
+
+
+def catch_all_toml(port, address, cluster="a"):
+    """The smallest policy that serves: listener "web" on `port`, cluster
+    `cluster` of the one endpoint `address`, and route "all" taking every
+    request there."""
+    return listener_toml(port) + cluster_toml(cluster, address) + f'[[route]]\nname = "all"\ncluster = "{cluster}"\n'
 
 
 def make_request(method="GET", path="/", headers=None, body=None, host="test"):

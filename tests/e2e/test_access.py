@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from l7env import ROOT, Conn, free_port
+from l7env import ROOT, Conn, catch_all_toml, free_port
 
 sys.path.insert(0, str(ROOT / "scripts" / "dbus"))
 from l7fast_bus import NOBODY, busctl, call  # noqa: E402
@@ -25,18 +25,7 @@ INVALID_ARGS = "org.freedesktop.DBus.Error.InvalidArgs"
 def web(env):
     env.backend("a")
     port = free_port()
-    env.start(f"""
-[[listener]]
-name = "web"
-address = "127.0.0.1:{port}"
-[[cluster]]
-name = "a"
-endpoints = [ {{ address = "{env.backends['a'].address()}" }} ]
-[[route]]
-name = "all"
-cluster = "a"
-match = {{ path_prefix = "/" }}
-""")
+    env.start(catch_all_toml(port, env.backends["a"].address()))
     env.daemon.policy_dir.mkdir(exist_ok=True)
     return port
 

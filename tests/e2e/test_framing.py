@@ -10,24 +10,14 @@ import time
 
 import pytest
 
-from l7env import L7_SYNC_CLOSING, LIVENESS, Conn, free_port, make_request, wait_until
+from l7env import L7_SYNC_CLOSING, LIVENESS, Conn, catch_all_toml, free_port, make_request, wait_until
 
 
 @pytest.fixture(scope="module")
 def web(env):
     env.backend("a")
     port = free_port()
-    env.start(f"""
-[[listener]]
-name = "web"
-address = "127.0.0.1:{port}"
-[[cluster]]
-name = "a"
-endpoints = [ {{ address = "{env.backends['a'].address()}" }} ]
-[[route]]
-name = "all"
-cluster = "a"
-""")
+    env.start(catch_all_toml(port, env.backends["a"].address()))
     return port
 
 

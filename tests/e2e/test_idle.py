@@ -11,26 +11,20 @@ import time
 
 import pytest
 
-from l7env import LIVENESS, Conn, free_port, wait_until
+from l7env import LIVENESS, Conn, cluster_toml, free_port, listener_toml, wait_until
 
 IDLE_MS = 2000
 
-POLICY = """
-[[listener]]
-name = "web"
-address = "127.0.0.1:{port}"
-[[cluster]]
-name = "b"
-endpoints = [ {{ address = "{backend}" }} ]
+ROUTES = """
 [[route]]
 name = "k"
 cluster = "b"
-match = {{ path_prefix = "/k/" }}
+match = { path_prefix = "/k/" }
 [[route]]
 name = "u"
 cluster = "b"
 offload = false
-match = {{ path_prefix = "/u/" }}
+match = { path_prefix = "/u/" }
 """
 
 
@@ -38,7 +32,7 @@ match = {{ path_prefix = "/u/" }}
 def idle(env):
     b = env.backend("b")
     env.idle_port = free_port()
-    env.start(POLICY.format(port=env.idle_port, backend=b.address()),
+    env.start(listener_toml(env.idle_port) + cluster_toml("b", b.address()) + ROUTES,
               daemon_settings=f"idle_timeout_ms = {IDLE_MS}\npool_min_idle = 2")
     env.daemon.wait_idle(b.address(), n=2)
     return env

@@ -15,7 +15,7 @@ import threading
 
 import pytest
 
-from l7env import LIVENESS, Conn, Daemon, free_port, wait_until
+from l7env import LIVENESS, Conn, Daemon, cluster_toml, free_port, listener_toml, wait_until
 
 
 # pool_min_idle = 6, and the load starts once 4 pooled connections are idle:
@@ -24,18 +24,12 @@ from l7env import LIVENESS, Conn, Daemon, free_port, wait_until
 # and a request the daemon holds when it is killed is lost by design: it is
 # closed, see the last test). Hand-overs during the load are reported when
 # the test fails.
-POLICY = """
-[[listener]]
-name = "web"
-address = "127.0.0.1:{port}"
-[[cluster]]
-name = "b"
-endpoints = [ {{ address = "{backend}" }} ]
+ROUTES = """
 [[route]]
 name = "slow"
 cluster = "b"
 offload = false
-match = {{ path_prefix = "/slow" }}
+match = { path_prefix = "/slow" }
 [[route]]
 name = "all"
 cluster = "b"
@@ -49,7 +43,7 @@ def web(env):
     if env.bus is None:
         from l7env import PrivateBus
         env.bus = PrivateBus(env.tmp.name, open=True)
-    env.daemon = Daemon(POLICY.format(port=port, backend=b.address()), env.cgroup, env.tmp.name,
+    env.daemon = Daemon(listener_toml(port) + cluster_toml("b", b.address()) + ROUTES, env.cgroup, env.tmp.name,
                         bus_env=env.bus.env(), fdstore=True, daemon_settings="pool_min_idle = 6")
     return port
 

@@ -4,7 +4,7 @@ import collections
 
 import pytest
 
-from l7env import Conn, free_port
+from l7env import Conn, cluster_toml, free_port, listener_toml
 
 
 @pytest.fixture(scope="module")
@@ -13,23 +13,7 @@ def web(env):
         env.backend(name)
     b = env.backends
     port = free_port()
-    env.start(f"""
-[[listener]]
-name = "web"
-address = "127.0.0.1:{port}"
-
-[[cluster]]
-name = "a"
-endpoints = [ {{ address = "{b['a'].address()}" }} ]
-[[cluster]]
-name = "b"
-endpoints = [ {{ address = "{b['b'].address()}" }} ]
-[[cluster]]
-name = "c"
-endpoints = [ {{ address = "{b['c'].address()}" }} ]
-[[cluster]]
-name = "d"
-endpoints = [ {{ address = "{b['d'].address()}" }} ]
+    env.start(listener_toml(port) + "".join(cluster_toml(n, b[n].address()) for n in "abcd") + f"""
 [[cluster]]
 name = "w"
 lb = "weighted"

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from l7env import LIVENESS, Conn, free_port, wait_until
+from l7env import LIVENESS, Conn, cluster_toml, free_port, listener_toml, wait_until
 
 SECONDS = int(os.environ.get("L7FAST_SOAK_SECONDS", "60"))
 CLIENTS = 4             # client threads, one keep-alive connection each
@@ -37,16 +37,7 @@ name = "extra{gen % 2}"
 cluster = "a"
 match = {{ path_prefix = "/extra{gen % 2}" }}
 """
-    return f"""
-[[listener]]
-name = "web"
-address = "127.0.0.1:{port}"
-[[cluster]]
-name = "a"
-endpoints = [ {{ address = "{env.backends['a'].address()}" }} ]
-[[cluster]]
-name = "b"
-endpoints = [ {{ address = "{env.backends['b'].address()}" }} ]
+    return listener_toml(port) + "".join(cluster_toml(n, env.backends[n].address()) for n in "ab") + f"""
 {extra}
 [[route]]
 name = "slow"

@@ -10,22 +10,11 @@ import threading
 
 import pytest
 
-from l7env import LIVENESS, Conn, RawBackend, free_port, wait_until
+from l7env import LIVENESS, Conn, RawBackend, catch_all_toml, free_port, wait_until
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n"
 ROUNDS = 40
 
-POLICY = """
-[[listener]]
-name = "web"
-address = "127.0.0.1:{port}"
-[[cluster]]
-name = "b"
-endpoints = [ {{ address = "{backend}" }} ]
-[[route]]
-name = "all"
-cluster = "b"
-"""
 
 
 class Closes:
@@ -56,7 +45,7 @@ def world(env):
     # backend had just closed, and got 502 (seen with it disabled).
     backend = RawBackend(lambda head, body: OK, close_after_answer=True, on_close=closes)
     port = free_port()
-    env.start(POLICY.format(port=port, backend=backend.address()), daemon_settings="pool_min_idle = 1")
+    env.start(catch_all_toml(port, backend.address(), cluster="b"), daemon_settings="pool_min_idle = 1")
     env.backend_address = backend.address()
     yield env, port, closes
     backend.close()

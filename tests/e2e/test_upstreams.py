@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from l7env import LIVENESS, Conn, HeldBackend, free_port
+from l7env import LIVENESS, Conn, HeldBackend, cluster_toml, free_port, listener_toml
 
 # bounds every exchange of the module: long enough that only a stall ends one
 REQUEST_TIMEOUT = 5.0
@@ -19,20 +19,9 @@ def web(env):
     env.held = HeldBackend()
     dead_port = free_port()           # nothing listens here
     port = free_port()
-    env.start(f"""
-[[listener]]
-name = "web"
-address = "127.0.0.1:{port}"
-[[cluster]]
-name = "near"
-endpoints = [ {{ address = "{env.backends['near'].address()}" }} ]
-[[cluster]]
-name = "far"
-endpoints = [ {{ address = "{env.backends['far'].address()}" }} ]
-[[cluster]]
-name = "dead"
-endpoints = [ {{ address = "127.0.0.1:{dead_port}" }} ]
-[[route]]
+    env.start(listener_toml(port) + cluster_toml("near", env.backends["near"].address()) +
+              cluster_toml("far", env.backends["far"].address()) + cluster_toml("dead", f"127.0.0.1:{dead_port}") +
+              f"""[[route]]
 name = "far"
 cluster = "far"
 match = {{ path_prefix = "/far" }}

@@ -13,7 +13,6 @@ import re
 import resource
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import sys
@@ -21,7 +20,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "pylib"))
-from l7fast_host import BPFFS, cgroup2_root, ensure_bpffs, free_port  # noqa: E402,F401
+from l7fast_host import Cgroup as HostCgroup  # noqa: E402
+from l7fast_host import BPFFS, cgroup2_root, cgroup_procs, ensure_bpffs, free_port, remove_cgroup_tree, wait_port  # noqa: E402,F401,E501
 
 PREFIX = "l7fast-bench"
 PF_KTHREAD = 0x00200000
@@ -44,19 +44,6 @@ def nofile_limit(want=65536):
     return n, hard if hard == resource.RLIM_INFINITY or hard >= n else n
 
 
-def wait_port(port, host="127.0.0.1", timeout=10.0, proc=None):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if proc is not None and proc.poll() is not None:
-            return False
-        try:
-            with socket.create_connection((host, port), timeout=0.5):
-                return True
-        except OSError:
-            time.sleep(0.02)
-    return False
-
-
 def _pid_alive(pid):
     try:
         os.kill(pid, 0)
@@ -67,17 +54,7 @@ def _pid_alive(pid):
         return True
 
 
-class Cgroup:
-    def __init__(self, path):
-        self.path = Path(path)
-        self.path.mkdir(exist_ok=True)
-
-    def add(self, pid):
-        (self.path / "cgroup.procs").write_text(str(pid))
-
-    def procs(self):
-        return cgroup_procs(self.path)
-
+class Cgroup(HostCgroup):
     def cpu_usec(self):
         """CPU time of every task that ran in this subtree (cgroup v2 cpu.stat,
         present whether or not the cpu controller is enabled)."""
@@ -86,36 +63,6 @@ class Cgroup:
             if k == "usage_usec":
                 return int(v)
         return 0
-
-
-def cgroup_procs(path):
-    try:
-        return [int(p) for p in (Path(path) / "cgroup.procs").read_text().split()]
-    except OSError:
-        return []
-
-
-def remove_cgroup_tree(path, root):
-    """Moves stray tasks to the root cgroup and removes the directories,
-    deepest first."""
-    path = Path(path)
-    if not path.exists():
-        return
-    dirs = sorted((p for p in path.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts))
-    for d in dirs + [path]:
-        for pid in cgroup_procs(d):
-            try:
-                (root / "cgroup.procs").write_text(str(pid))
-            except OSError:
-                pass
-        for _ in range(50):
-            try:
-                d.rmdir()
-                break
-            except FileNotFoundError:
-                break
-            except OSError:
-                time.sleep(0.05)
 
 
 class ProcStat:

@@ -24,7 +24,7 @@ from .policies import Ctx
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "scripts" / "pylib"))
-from l7fast_abi import counter_name  # noqa: E402
+from l7fast_host import pinned_counters  # noqa: E402
 
 DESCRIPTIONS = {
     "direct": "direct client→backend (no proxy): the floor",
@@ -98,7 +98,7 @@ class Backend:
                                  str(self.workdir), "-c", str(conf)],
                                 cgroup, world.server_cpus, self.workdir / "stdout.log")
         for p in self.ports:
-            if not wait_port(p, proc=self.proc):
+            if not wait_port("127.0.0.1", p, 10.0, proc=self.proc):
                 raise RuntimeError(f"backend {name} did not start: "
                                    f"{(self.workdir / 'stderr.log').read_text()[-500:]}")
 
@@ -145,7 +145,7 @@ class System:
         raise NotImplementedError
 
     def wait_ready(self):
-        if not wait_port(self.port, proc=self.proc):
+        if not wait_port("127.0.0.1", self.port, 10.0, proc=self.proc):
             raise RuntimeError(f"{self.name} did not start: {self.log_tail()}")
 
     def log_tail(self, n=800):
@@ -370,17 +370,7 @@ class L7fast(System):
     def counters(self):
         if self.variant == "slow" or self.proc is None:
             return None
-        r = subprocess.run(["bpftool", "-j", "map", "dump", "pinned",
-                            f"{self.bpffs}/maps/l7_counters"], capture_output=True, text=True)
-        if r.returncode != 0:
-            return None
-        out = {}
-        for e in json.loads(r.stdout):
-            f = e.get("formatted", e)
-            k = f["key"]
-            total = sum(v["value"] for v in f["values"])
-            out[counter_name(k)] = total
-        return out
+        return pinned_counters(f"{self.bpffs}/maps")
 
     METRIC = re.compile(r"^(l7fast_route_requests_total|l7fast_requests_no_route_total)"
                         r"(?:\{([^}]*)\})?\s+(\d+)\s*$", re.M)

@@ -739,6 +739,7 @@ static __always_inline void l7_resp_complete(struct l7_slot *slot, __u64 *st, __
 	__u64 latency = bpf_ktime_get_ns() - slot->req_start_ns;
 	__u32 bucket = l7_lat_bucket(latency) & (L7_LAT_BUCKETS - 1);
 	__u32 class = l7_status_class(slot->resp.status);
+	__u32 code = l7_code_slot(slot->resp.status);
 	struct l7_pool_stats *ps;
 	__u32 pool = slot->pool_id;
 
@@ -748,6 +749,8 @@ static __always_inline void l7_resp_complete(struct l7_slot *slot, __u64 *st, __
 	}
 	if (rs) {
 		rs->status[class]++;
+		if (code < L7_N_KERNEL_CODES)
+			rs->codes[code]++;
 		rs->bytes_out += slot->resp.bytes;
 		rs->latency[bucket]++;
 	}

@@ -376,4 +376,18 @@ L7_INLINE __u32 l7_status_class(__u32 st)
 	return 1;
 }
 
+/* l7_route_stats.codes' index of status `st`, or L7_N_KERNEL_CODES when the
+ * data plane counts it by its class only. */
+L7_INLINE __u32 l7_code_slot(__u32 st)
+{
+#define L7_CODE_CASE(i, code) \
+	case code:            \
+		return i;
+	switch (st) {
+		L7_KERNEL_CODES(L7_CODE_CASE)
+	}
+#undef L7_CODE_CASE
+	return L7_N_KERNEL_CODES;
+}
+
 #endif /* L7_COMMON_H */

@@ -25,7 +25,7 @@
 
 /* Bump whenever a map's layout or meaning changes: a daemon never adopts
  * pinned maps of another ABI version (it starts clean instead). */
-#define L7_ABI_VERSION 14
+#define L7_ABI_VERSION 15
 
 /* Sizes of the tables. Route sets are bitmaps of L7_MAX_ROUTES bits. */
 #define L7_GENS 2
@@ -550,11 +550,21 @@ struct l7_sk_ref {
 /* Response status classes (l7_status_class in l7_common.h): [0] other (no
  * valid status), [1..5] 1xx..5xx. */
 #define L7_STATUS_CLASSES 6
+/* The status codes the data plane counts one by one, besides their class
+ * (l7_route_stats.codes[i], i as listed; l7_code_slot in l7_common.h): the
+ * Prometheus `code` label of kernel responses. Another code is known by its
+ * class only. X(index, code); the indexes count from 0 without gaps. */
+#define L7_KERNEL_CODES(X)                                                     \
+	X(0, 200) X(1, 201) X(2, 204) X(3, 206) X(4, 301) X(5, 302) X(6, 304) \
+	X(7, 400) X(8, 401) X(9, 403) X(10, 404) X(11, 429) X(12, 500)        \
+	X(13, 502) X(14, 503) X(15, 504)
+#define L7_N_KERNEL_CODES 16
 
 struct l7_route_stats {
 	__u64 requests_kernel;
 	__u64 requests_user;
 	__u64 status[L7_STATUS_CLASSES];
+	__u64 codes[L7_N_KERNEL_CODES]; /* of status[]: L7_KERNEL_CODES */
 	__u64 bytes_in;
 	__u64 bytes_out;
 	__u64 latency[L7_LAT_BUCKETS];

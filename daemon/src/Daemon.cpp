@@ -753,6 +753,7 @@ control::StatsSnapshot Daemon::stats()
         if (auto it = kernel_totals_.find(rs.name); it != kernel_totals_.end())
             all += it->second;
         rs.requests_kernel = all.requests;
+        rs.kernel_codes = control::kernel_codes(all.status, all.codes);
         if (auto it = user.find(rs.name); it != user.end()) {
             rs.requests_user = it->second.requests;
             all += it->second;

@@ -33,7 +33,7 @@ ENDPOINT_STATS_KEYS = {"address", "clusters", "requests_kernel", "requests_user"
                        "ejections_connect_failure", "ejected_for_ms"}
 ROUTE_STATS_KEYS = {"name", "placement", "requests_kernel", "requests_user", "responses", "bytes_in",
                     "bytes_out", "latency_buckets", "rejected", "rbac_denied_by_rule", "direct_responses",
-                    "user_latency_buckets", "user_latency_sum_ns", "user_codes"}
+                    "user_latency_buckets", "user_latency_sum_ns", "user_codes", "kernel_codes"}
 NOT_RUNNING = ("l7fastd is not running (no org.l7fast.Manager1 on the system bus): "
                "start it with systemctl start l7fast")
 

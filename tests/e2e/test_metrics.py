@@ -192,6 +192,35 @@ def test_metrics_match_stats_and_the_requests_sent(env, web):
     assert get(m, "l7fast_dataplane_events_total", event="requests_kernel") == 12
 
 
+def kernel_codes(m, route):
+    return {dict(lab)["code"]: v for (n, lab), v in m.items()
+            if n == "l7fast_route_kernel_responses_total" and ("route", route) in lab}
+
+
+def test_kernel_responses_by_code(env, web):
+    """The data plane counts 200, 204, 404 (among L7_KERNEL_CODES) one by
+    one and 418 under its class; `l7fastctl stats` and /metrics agree."""
+    before = kernel_codes(scrape(env.metrics_port), "kern")
+    kernel_before = env.stats()["routes"]["kern"]["requests_kernel"]
+    env.daemon.wait_idle(*env.endpoints)
+    c = env.client(web, True)
+    sent = {200: 3, 204: 1, 404: 2, 418: 2}
+    for status, n in sent.items():
+        for _ in range(n):
+            c.request("GET", f"/kern/codes?status={status}")
+            assert c.read_response().status == status
+    c.close()
+    m = scrape(env.metrics_port)
+    st = env.stats()["routes"]["kern"]
+    assert st["requests_kernel"] - kernel_before == sum(sent.values()), "every request on the kernel path"
+    after = kernel_codes(m, "kern")
+    delta = {k: v - before.get(k, 0) for k, v in after.items() if v != before.get(k, 0)}
+    assert delta == {"200": 3, "204": 1, "404": 2, "4xx": 2}, delta
+    assert {k: float(v) for k, v in st["kernel_codes"].items()} == after
+    # the slow path's own family is not where they are
+    assert not any(n == "l7fast_route_user_responses_total" and ("route", "kern") in lab for (n, lab) in m)
+
+
 def process_start_time(pid):
     """/proc/PID/stat's start time as Unix seconds (process_start_time_seconds)."""
     stat = open(f"/proc/{pid}/stat").read()

@@ -207,6 +207,7 @@ TEST_F(BusMessage, StatsJsonNestsRoutesAndCounters)
     s.routes[0].user_latency = {3, 0, 1};
     s.routes[0].user_latency_sum_ns = 2500000;
     s.routes[0].user_codes = {{"200", 3}, {"504", 1}};
+    s.routes[0].kernel_codes = {{"200", 990}, {"404", 7}, {"4xx", 3}};
     ASSERT_GE(codec::append_stats(m_, s), 0);
     seal();
     EXPECT_EQ(json(),
@@ -216,7 +217,8 @@ TEST_F(BusMessage, StatsJsonNestsRoutesAndCounters)
               R"("bytes_in":1048576,"bytes_out":12884901888,"latency_buckets":[0,1,2,3],)"
               R"("rejected":{"jwt_missing":0,"jwt_invalid":0,"rbac_denied":0,"rate_limited":0},)"
               R"("rbac_denied_by_rule":{},"direct_responses":0,"user_latency_buckets":[3,0,1],)"
-              R"("user_latency_sum_ns":2500000,"user_codes":{"200":3,"504":1}}],"endpoints":[],)"
+              R"("user_latency_sum_ns":2500000,"user_codes":{"200":3,"504":1},)"
+              R"("kernel_codes":{"200":990,"404":7,"4xx":3}}],"endpoints":[],)"
               R"("counters":{"requests_kernel":1000,"to_slow_path_no_route":4},"refused":{}})");
     sd_bus_message_rewind(m_, 1);
     StatsSnapshot out;
@@ -225,6 +227,7 @@ TEST_F(BusMessage, StatsJsonNestsRoutesAndCounters)
     EXPECT_EQ(out.routes[0].user_latency, s.routes[0].user_latency);
     EXPECT_EQ(out.routes[0].user_latency_sum_ns, 2500000u);
     EXPECT_EQ(out.routes[0].user_codes, s.routes[0].user_codes);
+    EXPECT_EQ(out.routes[0].kernel_codes, s.routes[0].kernel_codes);
 }
 
 TEST_F(BusMessage, StatsRefusalsAndRbacRulesRoundTrip)

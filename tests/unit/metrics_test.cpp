@@ -500,3 +500,36 @@ TEST(Metrics, ProcessFiguresOfThisProcess)
     EXPECT_LE(p.start_time_unix, now + 1);
     EXPECT_GT(p.start_time_unix, 1600000000u);
 }
+
+TEST(Metrics, KernelResponsesByCodeWithTheRestOfEachClassUnderItsName)
+{
+    auto s = sample_snapshot();
+    // L7_KERNEL_CODES' order: l7_code_slot gives each its index, and a code
+    // not listed has none
+#define L7_SLOT_OF(i, code) EXPECT_EQ(l7_code_slot(code), uint32_t(i)) << code;
+    L7_KERNEL_CODES(L7_SLOT_OF)
+#undef L7_SLOT_OF
+    for (uint32_t st : {0u, 100u, 202u, 418u, 599u, 600u, 65535u})
+        EXPECT_EQ(l7_code_slot(st), uint32_t(L7_N_KERNEL_CODES)) << st;
+
+    uint64_t status[L7_STATUS_CLASSES] = {1, 0, 12, 0, 9, 2};  // other, 1xx..5xx
+    uint64_t codes[L7_N_KERNEL_CODES] = {};
+    codes[l7_code_slot(200)] = 12;
+    codes[l7_code_slot(404)] = 4;
+    codes[l7_code_slot(429)] = 2;
+    codes[l7_code_slot(503)] = 2;
+    s.routes[0].kernel_codes = control::kernel_codes(status, codes);
+    const std::vector<std::pair<std::string, uint64_t>> want = {
+        {"200", 12}, {"404", 4}, {"429", 2}, {"503", 2}, {"4xx", 3}, {"other", 1}};
+    EXPECT_EQ(s.routes[0].kernel_codes, want);
+    const std::string text = control::render_prometheus(s, "x");
+    EXPECT_NE(text.find("# TYPE l7fast_route_kernel_responses_total counter\n"
+                        "l7fast_route_kernel_responses_total{route=\"api\",code=\"200\"} 12\n"
+                        "l7fast_route_kernel_responses_total{route=\"api\",code=\"404\"} 4\n"
+                        "l7fast_route_kernel_responses_total{route=\"api\",code=\"429\"} 2\n"
+                        "l7fast_route_kernel_responses_total{route=\"api\",code=\"503\"} 2\n"
+                        "l7fast_route_kernel_responses_total{route=\"api\",code=\"4xx\"} 3\n"
+                        "l7fast_route_kernel_responses_total{route=\"api\",code=\"other\"} 1\n"),
+              std::string::npos)
+        << text;
+}

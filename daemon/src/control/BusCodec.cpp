@@ -396,6 +396,7 @@ int read_route_stats(sd_bus_message* m, RouteStats* rs)
             .on("user_latency_buckets", "at", [&] { return read_u64_array(m, &rs->user_latency); })
             .u64("user_latency_sum_ns", &rs->user_latency_sum_ns)
             .on("user_codes", "a{st}", [&] { return read_pairs<uint64_t, 't'>(m, &rs->user_codes); })
+            .on("kernel_codes", "a{st}", [&] { return read_pairs<uint64_t, 't'>(m, &rs->kernel_codes); })
             .u64("direct_responses", &rs->direct_responses);
         return f.r;
     });
@@ -606,6 +607,7 @@ int append_stats(sd_bus_message* m, const StatsSnapshot& s)
                            .entry("user_latency_buckets", "at", [&](Appender& y) { y.u64_array(rs.user_latency); })
                            .entry("user_latency_sum_ns", rs.user_latency_sum_ns)
                            .entry("user_codes", "a{st}", [&](Appender& y) { y.counter_map(rs.user_codes); })
+                           .entry("kernel_codes", "a{st}", [&](Appender& y) { y.counter_map(rs.kernel_codes); })
                            .close();
                    }
                    x.close();

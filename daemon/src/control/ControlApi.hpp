@@ -79,6 +79,30 @@ struct RouteInfo {
 // by index: GetStats keys and the Prometheus "class" label.
 inline constexpr const char* kStatusClass[L7_STATUS_CLASSES] = {"other", "1xx", "2xx", "3xx", "4xx", "5xx"};
 
+// The data plane's responses by code, from its counts by class (`status`)
+// and by code (`codes`, L7_KERNEL_CODES): each code it counted, then per
+// class what no listed code accounts for, under the class's name ("4xx");
+// zeros left out, in the order of L7_KERNEL_CODES then of the classes.
+inline std::vector<std::pair<std::string, uint64_t>> kernel_codes(const uint64_t (&status)[L7_STATUS_CLASSES],
+                                                                  const uint64_t (&codes)[L7_N_KERNEL_CODES])
+{
+    std::vector<std::pair<std::string, uint64_t>> out;
+    uint64_t listed[L7_STATUS_CLASSES] = {};
+#define L7_CODE_ROW(i, code)                                 \
+    if (codes[i]) {                                          \
+        out.emplace_back(std::to_string(code), codes[i]);    \
+        listed[(code) / 100] += codes[i];                    \
+    }
+    L7_KERNEL_CODES(L7_CODE_ROW)
+#undef L7_CODE_ROW
+    for (int c = 1; c <= L7_STATUS_CLASSES; c++) {
+        const int k = c % L7_STATUS_CLASSES;  // "other" last
+        if (status[k] > listed[k])
+            out.emplace_back(kStatusClass[k], status[k] - listed[k]);
+    }
+    return out;
+}
+
 struct RouteStats {
     std::string name;
     bool kernel = false;
@@ -98,6 +122,8 @@ struct RouteStats {
     std::vector<uint64_t> user_latency;
     uint64_t user_latency_sum_ns = 0;
     std::vector<std::pair<std::string, uint64_t>> user_codes;
+    // the data plane's responses by code (kernel_codes())
+    std::vector<std::pair<std::string, uint64_t>> kernel_codes;
 };
 
 // One upstream address of the policy's clusters: the exchanges forwarded to

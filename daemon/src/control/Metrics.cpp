@@ -340,6 +340,17 @@ void render_stats(Exposition& e, const StatsSnapshot& s, const std::string& vers
             for (const auto& [code, v] : r.user_codes)
                 e.sample("l7fast_route_user_responses_total", {{"route", r.name}, {"code", code}}, v);
     }
+    bool any_kernel_codes = false;
+    for (const auto& r : s.routes)
+        any_kernel_codes = any_kernel_codes || !r.kernel_codes.empty();
+    if (any_kernel_codes) {
+        e.family("l7fast_route_kernel_responses_total", "counter",
+                 "Responses of the data plane's exchanges, by status code; a code it does not count one by one "
+                 "is counted under its class (\"4xx\"; other: no valid status).");
+        for (const auto& r : s.routes)
+            for (const auto& [code, v] : r.kernel_codes)
+                e.sample("l7fast_route_kernel_responses_total", {{"route", r.name}, {"code", code}}, v);
+    }
     e.family("l7fast_route_rejections_total", "counter",
              "Requests the route's policy refused, by reason (answered by l7fastd).");
     for (const auto& r : s.routes) {

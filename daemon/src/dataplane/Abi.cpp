@@ -35,6 +35,9 @@ static_assert(sizeof(l7_jwt_entry) % 8 == 0);
 static_assert(sizeof(l7_jwt_provider) % 8 == 0);
 static_assert(sizeof(l7_lb_table) % 8 == 0);
 static_assert(L7_MAX_RULES == L7_MAX_ROUTES, "rules and routes share the bitmap width");
+#define L7_COUNT_CODE(i, code) +1
+static_assert(0 L7_KERNEL_CODES(L7_COUNT_CODE) == L7_N_KERNEL_CODES, "L7_KERNEL_CODES lists L7_N_KERNEL_CODES codes");
+#undef L7_COUNT_CODE
 
 namespace {
 
@@ -107,6 +110,8 @@ RouteCounters& RouteCounters::operator+=(const RouteCounters& o)
     requests += o.requests;
     for (int i = 0; i < L7_STATUS_CLASSES; i++)
         status[i] += o.status[i];
+    for (int i = 0; i < L7_N_KERNEL_CODES; i++)
+        codes[i] += o.codes[i];
     bytes_in += o.bytes_in;
     bytes_out += o.bytes_out;
     for (int i = 0; i < L7_LAT_BUCKETS; i++)

@@ -859,6 +859,8 @@ RouteCounters Dataplane::route_counters(uint32_t gen, uint32_t route) const
         out.requests += s.requests_kernel;
         for (int i = 0; i < L7_STATUS_CLASSES; i++)
             out.status[i] += s.status[i];
+        for (int i = 0; i < L7_N_KERNEL_CODES; i++)
+            out.codes[i] += s.codes[i];
         out.bytes_in += s.bytes_in;
         out.bytes_out += s.bytes_out;
         for (int i = 0; i < L7_LAT_BUCKETS; i++)

@@ -121,7 +121,10 @@ RouteCounters& RouteCounters::operator+=(const RouteCounters& o)
 
 void RouteCounters::add_response(int st, uint64_t bytes, uint64_t latency_ns)
 {
-    status[l7_status_class(static_cast<uint32_t>(st < 0 ? 0 : st))]++;
+    const uint32_t s = static_cast<uint32_t>(st < 0 ? 0 : st);
+    status[l7_status_class(s)]++;
+    if (const uint32_t c = l7_code_slot(s); c < L7_N_KERNEL_CODES)
+        codes[c]++;
     bytes_out += bytes;
     latency[l7_lat_bucket(latency_ns) & (L7_LAT_BUCKETS - 1)]++;
 }

@@ -27,8 +27,7 @@ std::string to_string(const l7_conn_key& k);
 struct RouteCounters {
     uint64_t requests = 0;
     uint64_t status[L7_STATUS_CLASSES] = {};  // l7_status_class
-    // the data plane's responses by code (L7_KERNEL_CODES; route counters
-    // only: the slow path counts its exact codes in UserRouteExtras)
+    // of `status`, the codes L7_KERNEL_CODES lists (l7_code_slot)
     uint64_t codes[L7_N_KERNEL_CODES] = {};
     uint64_t bytes_in = 0, bytes_out = 0;
     uint64_t latency[L7_LAT_BUCKETS] = {};  // l7_lat_bucket

@@ -10,6 +10,7 @@
 #include <string>
 #include <variant>
 
+#include "loader/PolicyLoader.hpp"
 #include "proxy/ProxyServer.hpp"
 #include "proxy/RequestAnalysis.hpp"
 #include "semantics/Router.hpp"
@@ -19,40 +20,30 @@ using namespace l7fast::proxy;
 
 namespace {
 
-policy::SocketAddress addr(const char* text)
-{
-    std::string why;
-    auto a = policy::SocketAddress::parse(text, &why);
-    EXPECT_TRUE(a) << why;
-    return *a;
-}
+constexpr const char* kPolicy = R"(
+listener = [ { name = "web", address = "127.0.0.1:8080" } ]
+cluster = [ { name = "app", endpoints = [ { address = "127.0.0.1:9001" }, { address = "127.0.0.1:9002" },
+                                          { address = "127.0.0.1:9003" } ] } ]
+[[route]]
+name = "api"
+cluster = "app"
+match = { path_prefix = "/api" }
+timeout_ms = 250
+connect_retries = 1
+[route.request_headers]
+set = [ { name = "x-a", value = "1" } ]
+[[route]]
+name = "hello"
+direct_response = { status = 200, body = "hi\n" }
+match = { path_exact = "/hello" }
+)";
 
 std::shared_ptr<PolicyRuntime> runtime()
 {
-    policy::Policy p;
-    p.listeners.push_back({"web", addr("127.0.0.1:8080"), {}});
-    policy::Cluster app;
-    app.name = "app";
-    app.endpoints = {{addr("127.0.0.1:9001"), 1}, {addr("127.0.0.1:9002"), 1}, {addr("127.0.0.1:9003"), 1}};
-    p.clusters.push_back(app);
-    policy::Route api;
-    api.name = "api";
-    api.match.path_kind = policy::PathMatch::Prefix;
-    api.match.path = "/api";
-    api.clusters = {{"app", 1}};
-    api.request_headers.set = {{"x-a", "1"}};
-    api.connect_retries = 1;
-    api.timeout = std::chrono::milliseconds(250);
-    p.routes.push_back(api);
-    policy::Route hello;
-    hello.name = "hello";
-    hello.match.path_kind = policy::PathMatch::Exact;
-    hello.match.path = "/hello";
-    hello.direct_response = policy::DirectResponse{200, {}, "hi\n"};
-    p.routes.push_back(hello);
-
+    auto r = policy::PolicyLoader::load_string(kPolicy, "analysis.toml");
+    EXPECT_TRUE(r.ok()) << r.error_text();
     auto rt = std::make_shared<PolicyRuntime>();
-    rt->router = std::make_shared<policy::Router>(std::move(p));
+    rt->router = std::make_shared<policy::Router>(r.ok() ? std::move(r).policy() : policy::Policy{});
     auto e = build_pipeline_state(*rt, nullptr);
     EXPECT_FALSE(e) << e->str();
     rt->endpoint_pool = {{1, 2, 3}};
@@ -77,6 +68,17 @@ struct Analysed {
     Outcome outcome;
 };
 
+void expect_answer(const Outcome& outcome, int status, std::string_view text, bool close,
+                   std::string_view why = "closing")
+{
+    const auto* an = std::get_if<Answer>(&outcome);
+    ASSERT_NE(an, nullptr);
+    EXPECT_EQ(an->status, status);
+    EXPECT_EQ(an->text, text);
+    EXPECT_EQ(an->close, close);
+    EXPECT_EQ(an->why, why);
+}
+
 class RequestAnalysisTest : public ::testing::Test {
 protected:
     // `bytes`: the head and whatever of the body came with it
@@ -86,7 +88,7 @@ protected:
         a.bytes = std::move(bytes);
         EXPECT_EQ(parse_head({a.bytes.data(), a.bytes.size()}, true, &a.m), L7_P_OK) << a.bytes;
         a.ex = std::make_unique<RequestExchange>(rt, a.m, std::span<const char>(a.bytes.data(), a.bytes.size()));
-        a.outcome = analyse(*a.ex, server, client_key(), addr("127.0.0.1:8080"));
+        a.outcome = analyse(*a.ex, server, client_key(), rt->policy().listeners.at(0).address);
         return a;
     }
 
@@ -110,18 +112,12 @@ TEST_F(RequestAnalysisTest, RefusesAnUnknownExpectationBeforeAnyRoute)
 TEST_F(RequestAnalysisTest, NoRouteIsA404ThatClosesWhenABodyWasNotRead)
 {
     Analysed a = analyse_bytes("GET /other HTTP/1.1\r\nHost: a\r\n\r\n");
-    const auto* an = std::get_if<Answer>(&a.outcome);
-    ASSERT_NE(an, nullptr);
-    EXPECT_EQ(an->status, 404);
-    EXPECT_EQ(an->text, "no route\n");
-    EXPECT_FALSE(an->close);
+    expect_answer(a.outcome, 404, "no route\n", false);
     EXPECT_EQ(a.ex->record->reason(), "no_route");
     EXPECT_EQ(server.user_requests_no_route(), 1u);
 
     Analysed b = analyse_bytes("POST /other HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabc");
-    an = std::get_if<Answer>(&b.outcome);
-    ASSERT_NE(an, nullptr);
-    EXPECT_TRUE(an->close);
+    expect_answer(b.outcome, 404, "no route\n", true);
     EXPECT_EQ(server.user_requests_no_route(), 2u);
 }
 
@@ -178,12 +174,7 @@ TEST_F(RequestAnalysisTest, APathNotInNormalFormIsMatchedAndForwardedNormalised)
 TEST_F(RequestAnalysisTest, AChunkedBodyAlreadyMalformedIsAnsweredBeforeForwarding)
 {
     Analysed a = analyse_bytes("POST /api/x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n");
-    const auto* an = std::get_if<Answer>(&a.outcome);
-    ASSERT_NE(an, nullptr);
-    EXPECT_EQ(an->status, 400);
-    EXPECT_EQ(an->text, "malformed chunked body\n");
-    EXPECT_TRUE(an->close);
-    EXPECT_STREQ(an->why, "malformed chunked body");
+    expect_answer(a.outcome, 400, "malformed chunked body\n", true, "malformed chunked body");
 }
 
 }  // namespace

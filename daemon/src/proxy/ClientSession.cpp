@@ -8,7 +8,7 @@
 #include <iterator>
 #include <memory>
 #include <optional>
-#include <random>
+#include <variant>
 
 #include "common/Clock.hpp"
 #include "common/FdStore.hpp"
@@ -16,12 +16,10 @@
 #include "common/Log.hpp"
 #include "dataplane/Dataplane.hpp"
 #include "semantics/Mutation.hpp"
-#include "semantics/PathNormalize.hpp"
-#include "semantics/Router.hpp"
-#include "config/Text.hpp"
 #include "proxy/ExchangeRecord.hpp"
 #include "proxy/Pipeline.hpp"
 #include "proxy/ProxyServer.hpp"
+#include "proxy/RequestAnalysis.hpp"
 
 namespace l7fast::proxy {
 namespace {
@@ -38,34 +36,6 @@ constexpr auto kKernelQueueWait = std::chrono::milliseconds(500);
 // The largest request body dropped to keep a connection open after a local
 // answer (401, 403, 429, a direct response); larger ones close it.
 constexpr uint64_t kDrainLimit = 65536;
-
-uint32_t random_u32()
-{
-    thread_local std::mt19937 rng{std::random_device{}()};
-    return rng();
-}
-
-uint64_t random_u64()
-{
-    thread_local std::mt19937_64 rng{std::random_device{}()};
-    return rng();
-}
-
-void count_verdict(UserRouteExtras& e, const policy::Route& route, const Verdict& v)
-{
-    switch (v.kind) {
-    case Verdict::Kind::JwtMissing: e.jwt_missing++; break;
-    case Verdict::Kind::JwtInvalid: e.jwt_invalid++; break;
-    case Verdict::Kind::RbacDenied:
-        e.rbac_denied++;
-        e.rbac_denied_by_rule[rbac_rule_name(route, v)]++;
-        break;
-    case Verdict::Kind::RateLimited: e.rate_limited++; break;
-    case Verdict::Kind::Direct: e.direct_responses++; break;
-    case Verdict::Kind::Forward: break;
-    }
-}
-
 
 }  // namespace
 
@@ -623,6 +593,9 @@ awaitable<void> ClientSession::tunnel(UpstreamPtr up, std::vector<char> pending)
     co_await pump(sock_, up->socket());
 }
 
+// One request after another: its head read, analysed (RequestAnalysis), and
+// the outcome's exchange done; the connection closes after an exchange
+// that ends it, or when no request comes.
 awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
 {
     const char* why = "closing";
@@ -631,296 +604,168 @@ awaitable<void> ClientSession::run(std::shared_ptr<ClientSession> self)
     for (bool first_request = true; first_request || !closing_; first_request = false) {
         head_request_ = false;
         l7_msg m;
-        int st = co_await read_request_head(m);
-        if (st == -1) {
-            why = "timed out waiting for a request";
-            if (m.status == 408)
-                co_await refuse(408, "request head not received in time\n", "request_timeout");
+        const int st = co_await read_request_head(m);
+        if (st < 0 || st == L7_P_ERROR) {
+            why = co_await end_without_request(st, m);
             break;
         }
-        if (st == -3) {
-            // The client is done sending (it may have half-closed after its
-            // last request): a kernel response may still be on its way,
-            // and must reach the client before our FIN.
-            why = "client closed";
-            co_await drain_kernel_before_close();
-            break;
-        }
-        if (st < 0) {
-            why = "client read failed";
-            break;
-        }
-        if (st == L7_P_ERROR) {
-            co_await refuse(m.status ? m.status : 400,
-                            m.error == L7_PE_HTTPS_TARGET ? "an https target, on a cleartext connection\n"
-                                                          : "malformed request\n",
-                            std::string("bad_request:") + parse_error_name(m.error));
-            why = "malformed request";
-            break;
-        }
-        auto rt = server_.runtime();
-        const auto& d = rt->policy().daemon;
-        std::span<const char> head(in_.data(), m.hdr_len);
-        bool close = (m.flags & L7_MF_CLOSE) != 0;
         head_request_ = m.method == L7_M_HEAD;
-
-        const std::string_view request_method = std::string_view(head.data(), head.size()).substr(
-            0, std::string_view(head.data(), head.size()).find(' '));
-        const std::string_view request_target(head.data() + m.target_off, m.target_len);
-        if (m.flags & L7_MF_EXPECT_OTHER) {
-            co_await refuse(417, "unsupported expectation\n", "unsupported:expect", request_method, request_target);
+        // on the heap: run()'s coroutine frame holds m already
+        auto ex = std::make_unique<RequestExchange>(server_.runtime(), m, std::span<const char>(in_.data(), in_len_));
+        const Outcome outcome = analyse(*ex, server_, key_, listener_);
+        const char* ends = nullptr;  // why the connection ends after this exchange; null: it goes on
+        if (const auto* r = std::get_if<Refuse>(&outcome)) {
+            co_await refuse(r->status, r->text, r->reason, ex->method, ex->target);
+            ends = r->why;
+        } else if (const auto* a = std::get_if<Answer>(&outcome)) {
+            const bool must_close = co_await answer(*ex->record, m.hdr_len, a->status, a->text, a->close);
+            ends = must_close ? a->why : nullptr;
+        } else if (const auto* l = std::get_if<Local>(&outcome)) {
+            ends = co_await answer_for_policy(*ex, *l);
+        } else {
+            ends = co_await forward(*ex, std::get<Forward>(outcome));
+        }
+        if (ends) {
+            why = ends;
             break;
         }
-        if (m.method == L7_M_CONNECT) {
-            co_await refuse(501, "CONNECT is not supported\n", "unsupported:connect", request_method, request_target);
-            break;
-        }
-
-        // An absolute-form target names the authority the request is for:
-        // it is routed and forwarded as the origin-form request a gateway
-        // regenerates, with Host set to that authority (RFC 9112 3.2.2; the
-        // kernel hands it over: absolute_form). `rm` and `routed` are that
-        // request, which the policy sees and the upstream gets; `m` stays
-        // what the client sent (framing, bytes consumed, the target logged).
-        // (om on the heap: run()'s coroutine frame holds m already)
-        std::string origin_head;
-        std::unique_ptr<l7_msg> om;
-        if (m.flags & L7_MF_ABSOLUTE_FORM) {
-            origin_head = origin_form_head({head.data(), head.size()}, m);
-            om = std::make_unique<l7_msg>();
-            if (parse_head({origin_head.data(), origin_head.size()}, true, om.get()) != L7_P_OK) {
-                // only a limit can refuse it: it is 2 bytes longer at most
-                co_await refuse(om->status ? om->status : 400, "malformed request\n",
-                                std::string("bad_request:") + parse_error_name(om->error), request_method,
-                                request_target);
-                why = "malformed request";
-                break;
-            }
-        }
-        const l7_msg& rm = om ? *om : m;
-        const std::string_view routed =
-            origin_head.empty() ? std::string_view(head.data(), head.size()) : std::string_view(origin_head);
-
-        // `view` and `fields` point into in_ (or origin_head): everything
-        // that reads them happens before the head is consumed.
-        std::vector<policy::HeaderField> fields;
-        fields.reserve(rm.n_hdrs);
-        for (unsigned i = 0; i < rm.n_hdrs && i < L7_MAX_HEADERS; i++)
-            fields.push_back({routed.substr(rm.hdr[i].name_off, rm.hdr[i].name_len),
-                              routed.substr(rm.hdr[i].val_off, rm.hdr[i].val_len)});
-        policy::RequestView view;
-        view.method = request_method;
-        view.target = routed.substr(rm.target_off, rm.target_len);
-        // A path not in normal form is matched and forwarded normalised
-        // (the kernel never takes it: L7_MF_PATH_NOT_NORMAL).
-        std::string normal_head;
-        policy::NormalizedTarget normal;
-        if (rm.flags & L7_MF_PATH_NOT_NORMAL) {
-            normal = policy::normalize_target(view.target);
-            if (!normal.error.empty()) {
-                log::debug(dataplane::to_string(key_), ": ", normal.error, ": 400");
-                co_await refuse(400, normal.error + "\n", std::string("bad_request:") + normal.cause,
-                                request_method, request_target);
-                break;
-            }
-            normal_head.reserve(routed.size() + normal.target.size());
-            normal_head.append(routed.substr(0, rm.target_off));
-            normal_head.append(normal.target);
-            normal_head.append(routed.substr(size_t{rm.target_off} + rm.target_len));
-            view.target = normal.target;
-        }
-        const std::string_view head_in = normal_head.empty() ? routed : std::string_view(normal_head);
-        view.headers = fields;
-        view.listener = static_cast<uint32_t>(rt->policy().listeners.size());
-        for (size_t i = 0; i < rt->policy().listeners.size(); i++)
-            if (rt->policy().listeners[i].address == listener_)
-                view.listener = static_cast<uint32_t>(i);
-        set_client_address(view, key_);
-
-        const uint64_t req_bytes = m.hdr_len + (m.body_kind == L7_BODY_LENGTH ? m.content_length : 0);
-        // the target as received
-        ExchangeRecord x(server_, key_, view.method, std::string_view(head.data() + m.target_off, m.target_len),
-                         fields, req_bytes);
-
-        // match (claim conditions verify the route's token), then the
-        // matched route's JWT, RBAC and rate limit
-        RequestAuth auth(*rt, view, std::chrono::system_clock::now());
-        std::optional<uint32_t> route_index = rt->router->route(view, auth.lookup());
-        if (!route_index) {
-            server_.count_no_route();
-            x.set_reason("no_route");
-            // the body, if any, is not read: close rather than resynchronise
-            const bool must_close = co_await answer(x, m.hdr_len, 404, "no route\n",
-                                                    close || m.body_kind != L7_BODY_NONE);
-            if (must_close)
-                break;
-            continue;
-        }
-        const uint32_t ri = *route_index;
-        const policy::Route& route = rt->policy().routes[ri];
-        x.set_route(route);
-        UserRouteExtras& extras = server_.user_extras_for(route.name);
-
-        const Verdict verdict = decide(*rt, ri, view, auth, monotonic_ns());
-        // a token the reference verifier accepted (iss, aud, exp, nbf
-        // included): the kernel may admit its very bytes from now on
-        if (verdict.claims && ri < rt->route_jwt.size() && rt->route_jwt[ri])
-            server_.cache_verified_token(*rt, *rt->route_jwt[ri], auth.result(*rt->route_jwt[ri]));
-        if (verdict.kind != Verdict::Kind::Forward) {
-            count_verdict(extras, route, verdict);
-            x.set_reason(verdict_reason(route, verdict));
-            if (verdict.kind != Verdict::Kind::Direct)
-                log::debug(dataplane::to_string(key_), ": route ", route.name, ": ", x.reason());
-            const int status = local_status(route, verdict);
-            consume(m.hdr_len);
-            bool drained = co_await discard_request_body(m);
-            const bool must_close = close || !drained;
-            policy::LocalResponse resp = local_response_for(route, verdict, must_close);
-            uint64_t n = co_await respond_local(resp);
-            x.finish(status, n);
-            if (must_close) {
-                why = "answered by the policy, connection: close";
-                break;
-            }
-            continue;
-        }
-
-        // A chunked body whose framing is already wrong in the bytes that
-        // came with the head is refused before anything is forwarded (a
-        // framing error in bytes that arrive later aborts the upstream
-        // exchange mid-body: the upstream never sees a complete request).
-        if (m.body_kind == L7_BODY_CHUNKED && in_len_ > m.hdr_len) {
-            BodyFramer probe(m.body_kind, m.content_length);
-            if (probe.feed({in_.data() + m.hdr_len, in_len_ - m.hdr_len}) < 0) {
-                co_await answer(x, m.hdr_len, 400, "malformed chunked body\n", true);
-                why = "malformed chunked body";
-                break;
-            }
-        }
-
-        // forward: a cluster, an endpoint, other endpoints after a connect failure
-        const auto& route_clusters = rt->route_clusters[ri];
-        const size_t ci = policy::Router::choose_cluster(route, random_u32()).value_or(0);
-        const size_t cluster_index = route_clusters.at(ci);
-        const policy::Cluster& cluster = rt->policy().clusters[cluster_index];
-        x.set_cluster(cluster.name);
-        const auto& pools = rt->endpoint_pool[cluster_index];
-        EndpointInputs inputs;
-        inputs.rr_counter = [&] { return server_.next_rr(cluster.name); };
-        inputs.random32 = [] { return random_u32(); };
-        inputs.random64 = [] { return random_u64(); };
-        inputs.active = [&](uint32_t e) { return e < pools.size() ? server_.active_requests(pools[e]) : 0u; };
-        inputs.available = [&](uint32_t e) { return e >= pools.size() || server_.health().available(pools[e]); };
-        const std::optional<size_t> first = choose_endpoint(*rt, cluster_index, view, verdict.claims, inputs);
-        const UpstreamHead upstream_head =
-            first ? upstream_request_head(*rt, ri, head_in, verdict.claims) : UpstreamHead{};
-        if (!first || !upstream_head.ok) {
-            x.set_reason(first ? "bad_request:mutation" : "no_healthy_upstream");
-            const bool must_close =
-                co_await answer(x, m.hdr_len, first ? 400 : 503, first ? "malformed request\n" : "no healthy upstream\n",
-                                close || m.body_kind != L7_BODY_NONE);
-            if (must_close)
-                break;
-            continue;
-        }
-        std::vector<size_t> attempts{*first};
-        for (size_t e : retry_endpoints(cluster, *first, route.connect_retries, inputs.available))
-            attempts.push_back(e);
-
-        error_code ec;
-        UpstreamPtr up;
-        size_t ei = *first;
-        for (size_t a = 0; a < attempts.size(); a++) {
-            ei = attempts[a];
-            up = co_await server_.pool().acquire(pools[ei], ec);
-            if (up)
-                break;
-            log::info("route ", route.name, ": upstream ", cluster.endpoints[ei].address.str(), ": ",
-                      ec.message(), a + 1 < attempts.size() ? "; trying another endpoint" : "");
-        }
-        if (!up) {
-            int code = ec == errc::no_buffer_space ? 503
-                       : ec == errc::timed_out      ? 504
-                                                         : 502;
-            x.set_reason(ec == errc::no_buffer_space ? "upstream_overflow"
-                         : ec == errc::timed_out     ? "upstream_connect_timeout"
-                                                     : "upstream_connect_failed");
-            std::string text = "upstream unavailable: " + ec.message() + "\n";
-            const bool must_close = co_await answer(x, m.hdr_len, code, text, close || m.body_kind != L7_BODY_NONE);
-            if (must_close)
-                break;
-            continue;
-        }
-        ActiveTicket active(server_.active_counts(), pools[ei]);
-        x.set_endpoint(&cluster.endpoints[ei].address);
-
-        // A client that waits for 100 Continue gets it from us: the request
-        // body is read before the upstream's answer, which is then relayed.
-        if ((m.flags & L7_MF_EXPECT_100) && m.body_kind != L7_BODY_NONE &&
-            in_len_ == m.hdr_len) {
-            bool idle = co_await wait_kernel_idle();
-            if (idle)
-                co_await write_client("HTTP/1.1 100 Continue\r\n\r\n");
-        }
-
-        // timeout_ms (or daemon.request_timeout_ms) from here to the end of
-        // the response
-        const ExchangeTimeout timeout = ExchangeTimeout::whole(route.timeout.value_or(d.request_timeout));
-        std::string_view head_out = upstream_head.rewritten ? std::string_view(upstream_head.bytes) : head_in;
-        error_code wec;
-        co_await asio::async_write(up->socket(), asio::buffer(head_out.data(), head_out.size()),
-                                   asio::redirect_error(use_awaitable, wec));
-        consume(m.hdr_len);
-        bool body_error = false;
-        bool body_ok = false;
-        if (!wec)
-            body_ok = co_await forward_request_body(*up, m, body_error, timeout);
-        if (!body_ok) {
-            server_.pool().release(up, false);
-            co_await answer(x, m.hdr_len, body_error ? 400 : 502,
-                            body_error ? "malformed request body\n" : "upstream write failed\n", true);
-            break;
-        }
-
-        l7_resp_state start{};
-        start.phase = L7_RESP_START;
-        Exchange r = co_await pipe_response(*up, m.method == L7_M_HEAD, start, true, timeout,
-                                            &route.response_headers);
-        server_.health().on_response(pools[ei], r.status ? r.status : 502);
-        if (!r.ok && r.status == 504)
-            x.set_reason("upstream_timeout");
-        else if (!r.ok)
-            x.set_reason("upstream_reset");
-        if (r.ok || r.wrote)
-            x.finish(r.status, r.bytes);
-        if (r.ok && r.status == 101) {
-            // a tunnel is the slow path's for good: nothing is published,
-            // so the kernel never takes this connection back
-            std::vector<char> pending(in_.data(), in_.data() + in_len_);
-            in_len_ = 0;
-            co_await tunnel(up, std::move(pending));
-            server_.pool().release(up, false);
-            break;
-        }
-        // The request's Connection: close (or HTTP/1.0 without keep-alive)
-        // went to the upstream too, which closes after answering: back in the
-        // pool as IDLE, the data plane could redirect the next request into
-        // that closing socket before the pool's watcher sees the FIN.
-        server_.pool().release(up, r.ok && r.reusable && !close);
-        if (!r.ok) {
-            if (!r.wrote)
-                co_await answer(x, m.hdr_len, r.status ? r.status : 502, "upstream failed\n", true);
-            break;
-        }
-        // the last send published the answer; a response that ended
-        // without one (no bytes after the last framing step) is published now
-        if (answered_consumed_ != consumed_)
-            publish(0, true);
-        if (close || r.close)
-            break;
     }
     log::debug(dataplane::to_string(key_), ": session ends: ", why);
     finish();
+}
+
+awaitable<const char*> ClientSession::end_without_request(int st, const l7_msg& m)
+{
+    if (st == -1) {
+        if (m.status == 408)
+            co_await refuse(408, "request head not received in time\n", "request_timeout");
+        co_return "timed out waiting for a request";
+    }
+    if (st == -3) {
+        // The client is done sending (it may have half-closed after its
+        // last request): a kernel response may still be on its way, and
+        // must reach the client before our FIN.
+        co_await drain_kernel_before_close();
+        co_return "client closed";
+    }
+    if (st < 0)
+        co_return "client read failed";
+    co_await refuse(m.status ? m.status : 400,
+                    m.error == L7_PE_HTTPS_TARGET ? "an https target, on a cleartext connection\n"
+                                                  : "malformed request\n",
+                    std::string("bad_request:") + parse_error_name(m.error));
+    co_return "malformed request";
+}
+
+awaitable<const char*> ClientSession::answer_for_policy(RequestExchange& ex, const Local& local)
+{
+    consume(ex.m.hdr_len);
+    bool drained = co_await discard_request_body(ex.m);
+    const bool must_close = ex.close || !drained;
+    policy::LocalResponse resp = local_response_for(*ex.route, ex.verdict, must_close);
+    uint64_t n = co_await respond_local(resp);
+    ex.record->finish(local.status, n);
+    co_return must_close ? "answered by the policy, connection: close" : nullptr;
+}
+
+awaitable<UpstreamPtr> ClientSession::acquire_upstream(const RequestExchange& ex, const Forward& f,
+                                                       size_t& endpoint, error_code& ec)
+{
+    UpstreamPtr up;
+    for (size_t a = 0; a < f.attempts.size(); a++) {
+        endpoint = f.attempts[a];
+        up = co_await server_.pool().acquire((*f.pools)[endpoint], ec);
+        if (up)
+            break;
+        log::info("route ", ex.route->name, ": upstream ", f.cluster->endpoints[endpoint].address.str(), ": ",
+                  ec.message(), a + 1 < f.attempts.size() ? "; trying another endpoint" : "");
+    }
+    co_return up;
+}
+
+awaitable<const char*> ClientSession::forward(RequestExchange& ex, const Forward& f)
+{
+    const l7_msg& m = ex.m;
+    const policy::Route& route = *ex.route;
+    ExchangeRecord& x = *ex.record;
+    error_code ec;
+    size_t ei = f.attempts.front();
+    UpstreamPtr up = co_await acquire_upstream(ex, f, ei, ec);
+    if (!up) {
+        int code = ec == errc::no_buffer_space ? 503
+                   : ec == errc::timed_out      ? 504
+                                                     : 502;
+        x.set_reason(ec == errc::no_buffer_space ? "upstream_overflow"
+                     : ec == errc::timed_out     ? "upstream_connect_timeout"
+                                                 : "upstream_connect_failed");
+        std::string text = "upstream unavailable: " + ec.message() + "\n";
+        const bool must_close = co_await answer(x, m.hdr_len, code, text, ex.close || m.body_kind != L7_BODY_NONE);
+        co_return must_close ? "closing" : nullptr;
+    }
+    const uint32_t pool = (*f.pools)[ei];
+    ActiveTicket active(server_.active_counts(), pool);
+    x.set_endpoint(&f.cluster->endpoints[ei].address);
+
+    // A client that waits for 100 Continue gets it from us: the request
+    // body is read before the upstream's answer, which is then relayed.
+    if ((m.flags & L7_MF_EXPECT_100) && m.body_kind != L7_BODY_NONE && in_len_ == m.hdr_len) {
+        bool idle = co_await wait_kernel_idle();
+        if (idle)
+            co_await write_client("HTTP/1.1 100 Continue\r\n\r\n");
+    }
+
+    // timeout_ms (or daemon.request_timeout_ms) from here to the end of
+    // the response
+    const ExchangeTimeout timeout = ExchangeTimeout::whole(f.timeout);
+    error_code wec;
+    co_await asio::async_write(up->socket(), asio::buffer(f.head.data(), f.head.size()),
+                               asio::redirect_error(use_awaitable, wec));
+    consume(m.hdr_len);
+    bool body_error = false;
+    bool body_ok = false;
+    if (!wec)
+        body_ok = co_await forward_request_body(*up, m, body_error, timeout);
+    if (!body_ok) {
+        server_.pool().release(up, false);
+        co_await answer(x, m.hdr_len, body_error ? 400 : 502,
+                        body_error ? "malformed request body\n" : "upstream write failed\n", true);
+        co_return "closing";
+    }
+
+    l7_resp_state start{};
+    start.phase = L7_RESP_START;
+    Exchange r = co_await pipe_response(*up, m.method == L7_M_HEAD, start, true, timeout, &route.response_headers);
+    server_.health().on_response(pool, r.status ? r.status : 502);
+    if (!r.ok && r.status == 504)
+        x.set_reason("upstream_timeout");
+    else if (!r.ok)
+        x.set_reason("upstream_reset");
+    if (r.ok || r.wrote)
+        x.finish(r.status, r.bytes);
+    if (r.ok && r.status == 101) {
+        // a tunnel is the slow path's for good: nothing is published,
+        // so the kernel never takes this connection back
+        std::vector<char> pending(in_.data(), in_.data() + in_len_);
+        in_len_ = 0;
+        co_await tunnel(up, std::move(pending));
+        server_.pool().release(up, false);
+        co_return "closing";
+    }
+    // The request's Connection: close (or HTTP/1.0 without keep-alive)
+    // went to the upstream too, which closes after answering: back in the
+    // pool as IDLE, the data plane could redirect the next request into
+    // that closing socket before the pool's watcher sees the FIN.
+    server_.pool().release(up, r.ok && r.reusable && !ex.close);
+    if (!r.ok) {
+        if (!r.wrote)
+            co_await answer(x, m.hdr_len, r.status ? r.status : 502, "upstream failed\n", true);
+        co_return "closing";
+    }
+    // the last send published the answer; a response that ended
+    // without one (no bytes after the last framing step) is published now
+    if (answered_consumed_ != consumed_)
+        publish(0, true);
+    co_return (ex.close || r.close) ? "closing" : nullptr;
 }
 
 void ClientSession::relay(UpstreamPtr up, const l7_slot& snapshot)

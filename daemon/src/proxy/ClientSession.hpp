@@ -22,6 +22,9 @@ namespace l7fast::proxy {
 class ExchangeRecord;
 class ProxyServer;
 struct PolicyRuntime;
+struct RequestExchange;
+struct Local;
+struct Forward;
 
 // How long the slow path waits on an upstream exchange: a request it
 // forwards has one deadline for the whole exchange (the route's timeout_ms
@@ -77,7 +80,28 @@ private:
     // `self` keeps the session alive from the moment the coroutine is
     // created: it may not run before the caller's references are gone.
     awaitable<void> serve(std::shared_ptr<ClientSession> self);
+    // The mux loop: a request's head read, analysed (proxy/RequestAnalysis),
+    // its exchange done, until one ends the connection.
     awaitable<void> run(std::shared_ptr<ClientSession> self);
+    // The exchanges run() dispatches to return why the connection ends
+    // after them (the session's debug line), or null when it goes on.
+    // A read that brought no request (read_request_head's `st`, a parse
+    // error or a negative code): a timeout's 408, a malformed head's
+    // refusal, a kernel response still owed to a client that closed.
+    awaitable<const char*> end_without_request(int st, const l7_msg& m);
+    // The policy's answer (a JWT, RBAC or rate-limit refusal, a direct
+    // response), after the request's body is dropped when that keeps the
+    // connection open.
+    awaitable<const char*> answer_for_policy(RequestExchange& ex, const Local& local);
+    // A forwarded request: an upstream connection, 100 Continue, the head
+    // and body, the response relayed (a tunnel after 101), the connection
+    // back in the pool, the answer published.
+    awaitable<const char*> forward(RequestExchange& ex, const Forward& f);
+    // A connection to f's first endpoint, else to the next of f.attempts
+    // after each connect failure; `endpoint`: the last one tried, `ec` why
+    // it failed (null result).
+    awaitable<UpstreamPtr> acquire_upstream(const RequestExchange& ex, const Forward& f, size_t& endpoint,
+                                            error_code& ec);
     awaitable<int> wait_first_byte(std::chrono::milliseconds idle);
     awaitable<int> read_request_head(l7_msg& m);
     awaitable<bool> wait_kernel_idle();

@@ -438,13 +438,13 @@ awaitable<bool> ClientSession::forward_request_body(UpstreamConn& up, const l7_m
     }
 }
 
-awaitable<ClientSession::Exchange> ClientSession::pipe_response(UpstreamConn& up, bool req_head,
+awaitable<ClientSession::Relayed> ClientSession::pipe_response(UpstreamConn& up, bool req_head,
                                                                 l7_resp_state start,
                                                                 bool wait_kernel,
                                                                 ExchangeTimeout timeout,
                                                                 const policy::HeaderMutation* response_mutation)
 {
-    Exchange x;
+    Relayed x;
     std::vector<char> buf(kReadChunk);
     size_t len = 0;
     Deadline deadline(server_.io());
@@ -734,7 +734,7 @@ awaitable<const char*> ClientSession::forward(RequestExchange& ex, const Forward
 
     l7_resp_state start{};
     start.phase = L7_RESP_START;
-    Exchange r = co_await pipe_response(*up, m.method == L7_M_HEAD, start, true, timeout, &route.response_headers);
+    Relayed r = co_await pipe_response(*up, m.method == L7_M_HEAD, start, true, timeout, &route.response_headers);
     server_.health().on_response(pool, r.status ? r.status : 502);
     if (!r.ok && r.status == 504)
         x.set_reason("upstream_timeout");
@@ -778,7 +778,7 @@ awaitable<void> ClientSession::relay_coro(std::shared_ptr<ClientSession> self, U
                                           l7_slot snapshot)
 {
     const auto timeout = ExchangeTimeout::per_wait(server_.runtime()->policy().daemon.request_timeout);
-    Exchange x = co_await pipe_response(*up, snapshot.resp.req_head, snapshot.resp, false, timeout, nullptr);
+    Relayed x = co_await pipe_response(*up, snapshot.resp.req_head, snapshot.resp, false, timeout, nullptr);
     server_.count_kernel_response(snapshot, x.status ? x.status : snapshot.resp.status,
                                   snapshot.resp.bytes + x.bytes);
     server_.pool().finish_relay(up, x.ok && x.reusable && !snapshot.resp.close_after);

@@ -68,7 +68,9 @@ public:
     void close_after_response();
 
 private:
-    struct Exchange {
+    // What relaying one upstream response to the client came to
+    // (pipe_response).
+    struct Relayed {
         bool ok = false;        // response completely forwarded
         bool close = false;     // connection must close afterwards
         bool reusable = false;  // upstream connection may be pooled again
@@ -132,7 +134,7 @@ private:
                                          ExchangeTimeout timeout);
     // `response_mutation`: applied to the final response head (the route's
     // response_headers); null for kernel exchanges the daemon finishes.
-    awaitable<Exchange> pipe_response(UpstreamConn& up, bool req_head, l7_resp_state start,
+    awaitable<Relayed> pipe_response(UpstreamConn& up, bool req_head, l7_resp_state start,
                                       bool wait_kernel, ExchangeTimeout timeout,
                                       const policy::HeaderMutation* response_mutation);
     awaitable<void> tunnel(UpstreamPtr up, std::vector<char> pending);

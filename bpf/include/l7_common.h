@@ -153,16 +153,19 @@ L7_INLINE __u64 l7_low_highs(__u32 n)
 	return n >= 8 ? L7_HIGHS : (n ? L7_HIGHS & (~0ULL >> (64 - 8 * n)) : 0);
 }
 
-/* Index of the lowest byte of a non-zero high-bit mask. */
+/*
+ * Index of the lowest byte of a non-zero high-bit mask, without a branch:
+ * its lowest high bit alone is 0x80 << 8k, and 2^8k times
+ * 0x0001020304050607 has k in its top byte. Branches here gave the
+ * verifier eight values to carry through every line-end loop that calls
+ * this, and 6.18.44's verifier no longer prunes them (over 1M instructions
+ * for l7_req_msg); one unknown scalar in 0..7 is one state.
+ */
 L7_INLINE __u32 l7_lowest_byte(__u64 mask)
 {
-	__u32 i = 0;
+	__u64 low = mask & (0 - mask);
 
-	if (!(mask & 0xffffffffULL)) { i += 4; mask >>= 32; }
-	if (!(mask & 0xffffULL)) { i += 2; mask >>= 16; }
-	if (!(mask & 0xffULL))
-		i += 1;
-	return i;
+	return (__u32)(((low >> 7) * 0x0001020304050607ULL) >> 56) & 7;
 }
 
 /* ASCII lower-casing of 8 bytes at once; other bytes are unchanged. */

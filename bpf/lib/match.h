@@ -175,12 +175,29 @@ static __always_inline int l7_hdr_name_eq(const struct l7_window *w, const struc
 	return 1;
 }
 
+/*
+ * Whether header i's name is match name jj. A global function, verified
+ * once on its own: inlined, its word loop was explored again for every
+ * (header, name) pair of the collect loop, and 6.18.44's verifier no longer
+ * prunes those paths (l7_req_msg went over 1M instructions).
+ */
+__noinline int l7_g_hdr_name_eq(struct l7_scratch *s, const struct l7_gen_meta *meta, __u32 i, __u32 jj)
+{
+	struct l7_window w;
+
+	if (!s || !meta)
+		return 0;
+	w.buf = s->ws.buf;
+	w.len = s->ws.len;
+	return l7_hdr_name_eq(&w, &s->ws.msg.hdr[L7_IDX(i, L7_MAX_HEADERS - 1)],
+			      meta->hdr_name[L7_IDX(jj, L7_MAX_MATCH_HDRS - 1)]);
+}
+
 L7_CALLBACK long l7_hdr_collect_cb(__u32 i, void *ctx)
 {
 	struct l7_match_ctx *m = ctx;
 	const struct l7_gen_meta *meta = m->meta;
 	struct l7_scratch *s = m->s;
-	struct l7_window w = { .buf = s->ws.buf, .len = s->ws.len };
 	const struct l7_hdr *h;
 	__u32 j;
 
@@ -194,7 +211,7 @@ L7_CALLBACK long l7_hdr_collect_cb(__u32 i, void *ctx)
 			break;
 		if ((__u32)meta->hdr_name_hash[jj] != h->name_hash ||
 		    meta->hdr_name_len[jj] != h->name_len ||
-		    !l7_hdr_name_eq(&w, h, meta->hdr_name[jj]))
+		    !l7_g_hdr_name_eq(s, meta, i, jj))
 			continue;
 		if (s->hdr_val[jj] != L7_NONE)
 			s->ms.dup = 1;

@@ -66,6 +66,35 @@ int libbpf_print(enum libbpf_print_level level, const char* fmt, va_list ap)
     return n;
 }
 
+// What each program cost the verifier (bpf_prog_info.verified_insns, Linux
+// 5.16+) against the 1M instructions it may process: a kernel update whose
+// verifier prunes less can push a program over (6.18.44 did, ARCHITECTURE
+// §7), so every start logs the margin and warns when it is thin.
+void log_verifier_cost(bpf_object* obj)
+{
+    constexpr uint64_t kLimit = 1'000'000;  // BPF_COMPLEXITY_LIMIT_INSNS
+    std::string costs, thin;
+    bpf_program* p = nullptr;
+    bpf_object__for_each_program(p, obj)
+    {
+        const int fd = bpf_program__fd(p);
+        bpf_prog_info info{};
+        uint32_t len = sizeof(info);
+        if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len) != 0 || info.verified_insns == 0)
+            continue;
+        const std::string entry = std::string(bpf_program__name(p)) + " " + std::to_string(info.verified_insns);
+        costs += (costs.empty() ? "" : ", ") + entry;
+        if (info.verified_insns > kLimit * 3 / 4)
+            thin += (thin.empty() ? "" : ", ") + entry;
+    }
+    if (costs.empty())
+        return;  // a kernel before 5.16 does not say
+    log::info("data plane verified (instructions processed, limit 1000000 each): ", costs);
+    if (!thin.empty())
+        log::warning("the verifier processed over 3/4 of its limit for ", thin,
+                     ": a kernel whose verifier prunes less may reject the data plane");
+}
+
 std::string libbpf_tail(size_t lines)
 {
     std::lock_guard<std::mutex> lock(g_libbpf_mu);
@@ -294,6 +323,7 @@ bool Dataplane::load(bool adopt)
         throw DataplaneError("the kernel rejected the data plane (" + errstr(err) +
                              "); verifier/libbpf said:" + libbpf_tail(12));
     }
+    log_verifier_cost(skel_->obj);
     adopted_ = adopt;
     return true;
 }

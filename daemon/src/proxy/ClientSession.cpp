@@ -699,7 +699,7 @@ awaitable<const char*> ClientSession::forward(RequestExchange& ex, const Forward
                      : ec == errc::timed_out     ? "upstream_connect_timeout"
                                                  : "upstream_connect_failed");
         std::string text = "upstream unavailable: " + ec.message() + "\n";
-        const bool must_close = co_await answer(x, m.hdr_len, code, text, ex.close || m.body_kind != L7_BODY_NONE);
+        const bool must_close = co_await answer(x, m.hdr_len, code, text, ex.close_after_early_answer());
         co_return must_close ? "closing" : nullptr;
     }
     const uint32_t pool = (*f.pools)[ei];

@@ -112,8 +112,7 @@ Outcome choose_upstream(RequestExchange& ex, ProxyServer& server, uint32_t ri)
 {
     const PolicyRuntime& rt = *ex.rt;
     const policy::Route& route = *ex.route;
-    // the body, if any, is not read: close rather than resynchronise
-    const bool close = ex.close || ex.m.body_kind != L7_BODY_NONE;
+    const bool close = ex.close_after_early_answer();
     const auto& route_clusters = rt.route_clusters[ri];
     const size_t ci = policy::Router::choose_cluster(route, random_u32()).value_or(0);
     const size_t cluster_index = route_clusters.at(ci);
@@ -187,8 +186,7 @@ Outcome analyse(RequestExchange& ex, ProxyServer& server, const l7_conn_key& cli
     if (!route_index) {
         server.count_no_route();
         x.set_reason("no_route");
-        // the body, if any, is not read: close rather than resynchronise
-        return Answer{404, "no route\n", ex.close || m.body_kind != L7_BODY_NONE};
+        return Answer{404, "no route\n", ex.close_after_early_answer()};
     }
     const uint32_t ri = *route_index;
     const policy::Route& route = rt.policy().routes[ri];

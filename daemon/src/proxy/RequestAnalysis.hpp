@@ -85,6 +85,10 @@ struct RequestExchange {
     std::span<const char> buffered;
     // the request's Connection: close (or HTTP/1.0 without keep-alive)
     bool close = false;
+    // Whether an answer sent without reading the request's body (l7fast's
+    // own, before anything is forwarded) ends the connection: the body, if
+    // any, is not read, so it closes rather than resynchronise.
+    bool close_after_early_answer() const { return close || m.body_kind != L7_BODY_NONE; }
     std::string_view method, target;  // as received
 
     // An absolute-form target names the authority the request is for: it is

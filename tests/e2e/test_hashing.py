@@ -218,13 +218,18 @@ def test_source_ip_keys_are_chosen_in_the_kernel_like_the_slow_path(w, name, pat
     assert kernel6 == source_placements(w, w.slow, w.slow_port6, path, ["::1"], local=False, host="::1", per_conn=1)
 
 
-@pytest.mark.parametrize("name,path,header,bound", [
-    ("ring", "/ring/x", "X-User", 0.3),
-    ("maglev", "/maglev/x", "X-Session", 0.2),
+@pytest.mark.parametrize("name,path,header", [
+    ("ring", "/ring/x", "X-User"),
+    ("maglev", "/maglev/x", "X-Session"),
 ], ids=["ring", "maglev"])
-def test_removing_an_endpoint_moves_few_keys_in_the_kernel(w, name, path, header, bound):
+def test_removing_an_endpoint_moves_keys_in_the_kernel_as_in_the_slow_path(w, name, path, header):
+    """The kernel's table after a reload that removes h3 places every key
+    where the slow path's does. How many keys move depends on the endpoints'
+    addresses (ports chosen per run), so the share is the unit tests'
+    (ConsistentHash.RemovingOneOfTenMovesAboutATenth), not asserted here."""
     keys = [f"user-{i}" for i in range(90)]
     first = header_placements(w, w.kern, w.port, path, header, keys, local=True)
+    assert first == header_placements(w, w.slow, w.slow_port, path, header, keys, local=False)
     set_members(w, ["h1", "h2"])
     try:
         before = route(w.kern, name)
@@ -233,8 +238,5 @@ def test_removing_an_endpoint_moves_few_keys_in_the_kernel(w, name, path, header
         assert after == header_placements(w, w.slow, w.slow_port, path, header, keys, local=False)
     finally:
         set_members(w, MEMBERS)
-    assert all(after[k] in ("h1", "h2") for k in keys)
-    kept = [k for k in keys if first[k] != "h3"]
-    moved = sum(after[k] != first[k] for k in kept)
-    assert moved <= len(kept) * bound, (moved, len(kept))
+    assert set(after.values()) <= {"h1", "h2"}
     assert header_placements(w, w.kern, w.port, path, header, keys, local=True) == first

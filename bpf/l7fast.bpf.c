@@ -465,6 +465,110 @@ static __always_inline void l7_slot_kill_(__u32 id, __u32 conn)
 
 /* ---- requests from local clients (SK_MSG) --------------------------------- */
 
+/* A request the kernel answered itself: counted as a kernel exchange of its
+ * route that ended as it began. */
+static __always_inline void l7_answer_accounted(struct l7_conn *c, struct l7_conn_sync *sy,
+						const struct l7_decision *d, const struct l7_response *r,
+						__u32 sent)
+{
+	struct l7_route_stats *rs = l7_rstats(d->stats_id);
+	__u32 code = l7_code_slot(r->status);
+
+	c->k_requests++;
+	sy->k_done_ns = bpf_ktime_get_ns();
+	if (rs) {
+		rs->requests_kernel++;
+		rs->direct_responses++;
+		rs->bytes_in += d->total;
+		rs->status[l7_status_class(r->status)]++;
+		if (code < L7_N_KERNEL_CODES)
+			rs->codes[code]++;
+		rs->bytes_out += sent;
+		rs->latency[0]++; /* answered within the send: the lowest bucket */
+	}
+	l7_count(L7_C_REQ_KERNEL);
+	l7_count(L7_C_RESP_KERNEL);
+}
+
+/* The answer to the request that is the whole of a message of `size`
+ * bytes, and its length (*len: the head alone for HEAD); 0 with
+ * d->reason set when the kernel does not send it. */
+static __always_inline struct l7_response *l7_answer_of(struct l7_decision *d, __u32 size, __u32 *len)
+{
+	struct l7_response *r = bpf_map_lookup_elem(&l7_responses, &d->resp);
+	__u32 n;
+
+	if (!r) {
+		d->reason = L7_R_ROUTE_USER;
+		return 0;
+	}
+	/* one request, whole: a body still to come is not dropped here, and a
+	 * pipelined request behind this one would be answered out of order */
+	if (d->total != size) {
+		d->reason = d->total > size ? L7_R_TOO_BIG : L7_R_PIPELINED;
+		return 0;
+	}
+	n = d->req_head ? r->head_len : r->len;
+	if (!n || n > L7_MAX_RESP_BYTES || n > r->len) {
+		d->reason = L7_R_ROUTE_USER;
+		return 0;
+	}
+	*len = n;
+	return r;
+}
+
+/* A message was changed half-way: it cannot go anywhere, and the
+ * client connection closes (the daemon closes it on the event). */
+static __always_inline int l7_answer_broken(struct l7_conn *c, const struct l7_sk_ref *cref, __u32 size)
+{
+	l7_event(L7_EV_CLOSE_CLIENT, 0, cref->idx, cref->gen);
+	l7_count(L7_C_CONN_CLOSE);
+	l7_passed(c, size, L7_R_REDIRECT);
+	return SK_DROP;
+}
+
+#define L7_ANSWER_HALF (L7_MAX_RESP_BYTES / 2)
+_Static_assert(L7_ANSWER_HALF <= L7_MUT_MAX_ADD, "l7_msg_write stores at most L7_MUT_MAX_ADD bytes");
+
+/*
+ * Answers the request that is the whole of msg with l7_responses[d->resp]:
+ * the message becomes the response (pushed in front, the request popped
+ * behind it) and goes into the client socket's own ingress queue, where
+ * its kernel responses go. SK_PASS when sent; -1 when the message is
+ * untouched and the slow path can take it (d->reason says why); SK_DROP
+ * when it was changed half-way and the connection must close.
+ */
+static __always_inline int l7_answer_msg(struct sk_msg_md *msg, struct l7_decision *d, struct l7_conn *c,
+					 struct l7_conn_sync *sy, const struct l7_sk_ref *cref, __u32 size)
+{
+	struct l7_response *r;
+	__u32 len, first;
+
+	r = l7_answer_of(d, size, &len);
+	if (!r)
+		return -1;
+	first = len > L7_ANSWER_HALF ? L7_ANSWER_HALF : len;
+	if (bpf_msg_push_data(msg, 0, len, 0)) {
+		d->reason = L7_R_REDIRECT;
+		return -1;
+	}
+	if (l7_msg_write(msg, 0, r->bytes, 0, first, L7_MAX_RESP_BYTES - 1) ||
+	    l7_msg_write(msg, first, r->bytes, first, len - first, L7_MAX_RESP_BYTES - 1)) {
+		if (bpf_msg_pop_data(msg, 0, len, 0))
+			goto broken;
+		d->reason = L7_R_REDIRECT;
+		return -1;
+	}
+	if (bpf_msg_pop_data(msg, len, size, 0))
+		goto broken;
+	if (bpf_msg_redirect_map(msg, &l7_sk_client, cref->idx, BPF_F_INGRESS) != SK_PASS)
+		goto broken;
+	l7_answer_accounted(c, sy, d, r, len);
+	return SK_PASS;
+broken:
+	return l7_answer_broken(c, cref, size);
+}
+
 /* A request from a local client, decided in s->dec. */
 static __always_inline int l7_req_msg_decided(struct sk_msg_md *msg, struct l7_scratch *s,
 					      struct l7_conn *c, struct l7_conn_sync *sy,
@@ -476,6 +580,12 @@ static __always_inline int l7_req_msg_decided(struct sk_msg_md *msg, struct l7_s
 	int ingress, v;
 
 	L7_TRACE(L7_T_REQ, idx, d->kind, d->reason);
+	if (d->kind == L7_D_ANSWER) {
+		v = l7_answer_msg(msg, d, c, sy, cref, size);
+		if (v >= 0)
+			return v;
+		d->kind = L7_D_PASS;
+	}
 	if (d->kind == L7_D_KERNEL) {
 		slot = l7_slot_begin(d, cref, 1);
 		if (!slot) {
@@ -1156,6 +1266,12 @@ int l7_req_skb(struct __sk_buff *skb)
 	}
 	d = &s->dec;
 	L7_TRACE(L7_T_REQ, idx, d->kind, d->reason);
+	if (d->kind == L7_D_ANSWER) {
+		/* an skb that changes length desynchronises the socket's
+		 * copied_seq (ARCHITECTURE.md section 7): the slow path answers */
+		d->kind = L7_D_PASS;
+		d->reason = L7_R_ANSWER_REMOTE;
+	}
 	if (d->kind == L7_D_KERNEL) {
 		/* an skb is not rewritten in place here: the slow path mutates */
 		if (d->route_flags & L7_RF_MUTATE) {

@@ -221,6 +221,16 @@ struct {
 	__type(value, struct l7_mutation);
 } l7_mutations SEC(".maps");
 
+/* daemon writes (PolicyCompiler: direct responses of kernel routes); req
+ * reads. Index gen * L7_MAX_RESPONSES + l7_route.resp_direct. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	L7_PINNED;
+	__uint(max_entries, L7_GENS * L7_MAX_RESPONSES);
+	__type(key, __u32);
+	__type(value, struct l7_response);
+} l7_responses SEC(".maps");
+
 /* ---- sockets --------------------------------------------------------------- */
 
 /* Client sockets on this host by l7_conns index (sockops inserts). SK_MSG

@@ -28,7 +28,7 @@ struct l7_decision {
 	__u32 route_key;   /* gen * L7_MAX_ROUTES + route, once routed */
 	__u32 route_flags; /* enum l7_route_flags of that route */
 	__u32 pool;        /* the endpoint's pool once picked, else L7_NO_POOL */
-	__u32 pad;
+	__u32 resp;        /* L7_D_ANSWER: key of the answer in l7_responses */
 };
 
 /* Matcher state (kept in scratch, not on the 512-byte stack). */

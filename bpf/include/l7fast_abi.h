@@ -25,7 +25,7 @@
 
 /* Bump whenever a map's layout or meaning changes: a daemon never adopts
  * pinned maps of another ABI version (it starts clean instead). */
-#define L7_ABI_VERSION 15
+#define L7_ABI_VERSION 16
 
 /* Sizes of the tables. Route sets are bitmaps of L7_MAX_ROUTES bits. */
 #define L7_GENS 2
@@ -178,8 +178,9 @@ enum l7_route_flags {
 	L7_RF_MUTATE = 1u << 7,             /* l7_mutations[gen * L7_MAX_ROUTES + route] */
 };
 
-/* l7_responses indexes: a response comes as a pair, keep-alive at the
- * index and "Connection: close" at index + 1. */
+/* l7_responses index (per generation) of a route's response; the kernel
+ * sends only the keep-alive form: an answer that closes the connection is
+ * the slow path's (L7_R_ANSWER_CLOSE). */
 #define L7_RESP_NONE 0xffffffffu
 
 struct l7_route {
@@ -193,9 +194,9 @@ struct l7_route {
 	__u16 rule_count;
 	__u16 jwt_provider;               /* index into this generation's providers */
 	__u16 pad;
-	__u32 resp_direct;                /* L7_RF_DIRECT: the response pair */
-	__u32 resp_deny;                  /* RBAC denial pair */
-	__u32 resp_no_token;              /* 401 pair for a request without a token */
+	__u32 resp_direct;                /* L7_RF_DIRECT: the response */
+	__u32 resp_deny;                  /* RBAC denial (L7_RESP_NONE: the slow path answers) */
+	__u32 resp_no_token;              /* 401 for a request without a token (unused yet) */
 };
 
 enum l7_lb {
@@ -230,12 +231,13 @@ struct l7_lb_table {
 	__u16 ep[L7_LB_TABLE_EP];
 };
 
-/* A response the kernel sends itself (direct responses, RBAC denials,
- * 401 without a token): the exact bytes semantics/Responses.hpp makes. */
+/* A response the kernel sends itself (direct responses so far): the exact
+ * keep-alive bytes semantics/Responses.hpp makes. l7_responses, index
+ * gen * L7_MAX_RESPONSES + l7_route.resp_direct. */
 struct l7_response {
-	__u32 len;
+	__u32 len;       /* bytes[0, len): head and body */
 	__u16 status;
-	__u16 pad;
+	__u16 head_len;  /* bytes[0, head_len): the head, the answer to HEAD */
 	__u8 bytes[L7_MAX_RESP_BYTES];
 };
 
@@ -568,6 +570,7 @@ struct l7_route_stats {
 	__u64 bytes_in;
 	__u64 bytes_out;
 	__u64 latency[L7_LAT_BUCKETS];
+	__u64 direct_responses;         /* of requests_kernel: answered with resp_direct */
 };
 
 /* Per upstream address (pool id, l7_pool_stats): the kernel exchanges the
@@ -610,6 +613,9 @@ enum l7_reason {
 	L7_R_ENDPOINT_DOWN,    /* the endpoint chosen is out (drained, unhealthy, ejected)
 				* and the kernel found no other: the slow path chooses */
 	L7_R_ABSOLUTE_FORM,    /* absolute-form target: the slow path routes by its authority */
+	L7_R_ANSWER_CLOSE,     /* the route's own answer to this request closes the
+				* connection (the request asks to): the slow path sends it */
+	L7_R_ANSWER_REMOTE,    /* the route's own answer to a remote client: the slow path sends it */
 	L7_R_COUNT,
 };
 
@@ -638,7 +644,7 @@ enum l7_counter {
 	"unsupported", "no_route", "route_user", "pool_miss", "pipelined", "redirect", \
 	"user_pending", "disabled", "path_not_normal", "rbac_deny", "jwt_none", "jwt_miss", \
 	"jwt_expired", "jwt_other", "mutation", "no_scratch", "copy_failed", \
-	"endpoint_down", "absolute_form"
+	"endpoint_down", "absolute_form", "answer_close", "answer_remote"
 
 /* ---- events to the daemon (l7_events ring buffer) ------------------------ */
 

@@ -3,7 +3,8 @@
  * The request decision, shared by SK_MSG and SK_SKB (bpf/l7fast.bpf.c) and
  * run as it is by the tests' harness (tests/support/bpf/decide_harness.bpf.c):
  * parse the head in scratch, match a route, admit its JWT, apply its RBAC
- * rules, pick the endpoint and claim a pooled connection to it.
+ * rules, then answer with the route's direct response or pick the endpoint
+ * and claim a pooled connection to it.
  */
 #ifndef L7_LIB_DECIDE_H
 #define L7_LIB_DECIDE_H
@@ -18,6 +19,7 @@
 enum l7_decision_kind {
 	L7_D_KERNEL = 0,    /* forward on the slot */
 	L7_D_PASS = 1,      /* to the slow path (the reason says why) */
+	L7_D_ANSWER = 2,    /* the route answers itself: l7_responses[resp] */
 };
 
 /*
@@ -135,6 +137,22 @@ __noinline int l7_g_decide(struct l7_scratch *s, __u32 n, struct l7_conn *c,
 	if ((r->flags & L7_RF_RBAC) &&
 	    l7_g_rbac(s, cfg, gen, r->flags, r->rule_first | ((__u32)r->rule_count << 16)) != 1) {
 		d->reason = L7_R_RBAC_DENY;
+		return 0;
+	}
+	if (r->flags & L7_RF_DIRECT) {
+		/* the answer to a request that asks to close says so, and the
+		 * connection ends: the slow path sends that one
+		 * (ClientSession::answer_for_policy) */
+		if (d->close) {
+			d->reason = L7_R_ANSWER_CLOSE;
+			return 0;
+		}
+		if (r->resp_direct >= L7_MAX_RESPONSES) {
+			d->reason = L7_R_ROUTE_USER;
+			return 0;
+		}
+		d->resp = gen * L7_MAX_RESPONSES + r->resp_direct;
+		d->kind = L7_D_ANSWER;
 		return 0;
 	}
 	pool = l7_pick_pool(r, gen, s, &c->key);

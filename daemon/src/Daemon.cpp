@@ -754,6 +754,7 @@ control::StatsSnapshot Daemon::stats()
             all += it->second;
         rs.requests_kernel = all.requests;
         rs.kernel_codes = control::kernel_codes(all.status, all.codes);
+        rs.direct_responses = all.direct_responses;
         if (auto it = user.find(rs.name); it != user.end()) {
             rs.requests_user = it->second.requests;
             all += it->second;
@@ -765,7 +766,7 @@ control::StatsSnapshot Daemon::stats()
             rs.rbac_denied_by_rule.assign(it->second.rbac_denied_by_rule.begin(),
                                           it->second.rbac_denied_by_rule.end());
             rs.rate_limited = it->second.rate_limited;
-            rs.direct_responses = it->second.direct_responses;
+            rs.direct_responses += it->second.direct_responses;
             rs.user_latency.assign(std::begin(it->second.latency.buckets), std::end(it->second.latency.buckets));
             rs.user_latency_sum_ns = it->second.latency.sum_ns;
             for (const auto& [code, n] : it->second.codes)

@@ -69,6 +69,39 @@ def skip_unless_runnable():
         pytest.skip(reason)
 
 
+class Side:
+    """One of kernel_and_reference's two environments (attributes are the
+    caller's)."""
+
+
+@contextlib.contextmanager
+def kernel_and_reference(name, start):
+    """Two environments for a differential module: {"kernel": side with the
+    data plane, "user": side with kernel_dataplane = false}. start(side,
+    settings) makes its backends and calls side.env.start(policy,
+    daemon_settings=settings); side.dataplane says which one it is. Both
+    are closed at the end, backends first (any side attribute with a
+    close()), and the kernel must not have warned meanwhile."""
+    skip_unless_runnable()
+    sides = {}
+    try:
+        for key, dataplane in (("kernel", True), ("user", False)):
+            s = Side()
+            s.dataplane = dataplane
+            s.env = Env(name + ("" if dataplane else "-nodp"))
+            sides[key] = s
+            start(s, "" if dataplane else "kernel_dataplane = false")
+        yield sides
+    finally:
+        warnings = []
+        for s in sides.values():
+            warnings += s.env.kernel_warnings()
+            s.env.close()
+            for k, v in vars(s).items():
+                if k != "env" and hasattr(v, "close"):
+                    v.close()
+    assert not warnings, "kernel warnings during the test:\n" + "\n".join(warnings)
+
 
 # A deadline only a real hang exceeds. Liveness checks ("the client is not
 # left hanging") and waits for a condition use it; no test waits a fixed time

@@ -58,42 +58,20 @@ match = {{ path_prefix = "/t" }}
 """
 
 
-class Side:
-    pass
+def start_side(s, settings):
+    # a backend in the cgroup: socket-to-socket ingress; the other one is
+    # reached over TCP (the upstream socket's egress)
+    with s.env.local():
+        s.local_backend = CaptureBackend()
+    s.tcp_backend = CaptureBackend()
+    s.port = free_port()
+    s.env.start(policy(s.port, s.local_backend, s.tcp_backend), daemon_settings=settings)
 
 
 @pytest.fixture(scope="module")
 def pair():
-    reason = l7env.skip_reason()
-    if reason:
-        if os.environ.get("L7FAST_REQUIRE_E2E") == "1":
-            pytest.fail(f"end-to-end tests required but cannot run: {reason}")
-        pytest.skip(reason)
-    sides = {}
-    try:
-        for name, dataplane in (("kernel", True), ("user", False)):
-            s = Side()
-            s.env = l7env.Env("kmut" + ("" if dataplane else "-nodp"))
-            sides[name] = s
-            # a backend in the cgroup: socket-to-socket ingress; the other
-            # one is reached over TCP (the upstream socket's egress)
-            with s.env.local():
-                s.local_backend = CaptureBackend()
-            s.tcp_backend = CaptureBackend()
-            s.port = free_port()
-            s.env.start(policy(s.port, s.local_backend, s.tcp_backend),
-                        daemon_settings="" if dataplane else "kernel_dataplane = false")
-            s.dataplane = dataplane
+    with l7env.kernel_and_reference("kmut", start_side) as sides:
         yield sides
-    finally:
-        warnings = []
-        for s in sides.values():
-            warnings += s.env.kernel_warnings()
-            s.env.close()
-            for b in ("local_backend", "tcp_backend"):
-                if getattr(s, b, None):
-                    getattr(s, b).close()
-    assert not warnings, "kernel warnings during the test:\n" + "\n".join(warnings)
 
 
 def warm(side, n=1):

@@ -750,7 +750,10 @@ TEST(CompilerTables, FeaturesWithoutKernelSupportGoToUserSpace)
              p.routes[0].rbac->rules[0].when.headers.push_back({"x-a", HeaderCondition::Kind::Exact, "2"});
          }},
         {"rate limit", [](Policy& p) { p.routes[0].rate_limit = RateLimit{10, 10, std::nullopt, 10}; }},
-        {"direct response", [](Policy& p) { p.routes[0].direct_response = DirectResponse{}; }},
+        {"direct responses over 1024 bytes are sent from user space", [](Policy& p) {
+             p.routes[0].direct_response = DirectResponse{};
+             p.routes[0].direct_response->body = std::string(1000, 'b');
+         }},
         {"response header mutation runs in user space",
          [](Policy& p) { p.routes[0].response_headers.set.push_back({"x-b", "1"}); }},
         {"response header mutation runs in user space",
@@ -783,6 +786,30 @@ TEST(CompilerTables, FeaturesWithoutKernelSupportGoToUserSpace)
         EXPECT_FALSE(t.placement[0].kernel) << what;
         EXPECT_NE(t.placement[0].reason.find(what), std::string::npos)
             << what << ": " << t.placement[0].reason;
+    }
+    // a direct response the kernel can send: its keep-alive bytes, the
+    // slow path's (semantics/Responses.hpp), in t.responses
+    {
+        Policy p = base;
+        p.routes[0].clusters.clear();
+        p.routes[0].direct_response = DirectResponse{};
+        p.routes[0].direct_response->status = 404;
+        p.routes[0].direct_response->headers.push_back({"X-A", "1"});
+        p.routes[0].direct_response->body = "nope\n";
+        PoolIds pools;
+        const CompiledTables t = compile_policy(p, pools);
+        ASSERT_TRUE(t.placement[0].kernel) << t.placement[0].reason;
+        EXPECT_TRUE(t.routes[0].flags & L7_RF_DIRECT);
+        ASSERT_EQ(t.routes[0].resp_direct, 0u);
+        ASSERT_EQ(t.responses.size(), 1u);
+        const std::string want =
+            "HTTP/1.1 404 Not Found\r\nx-a: 1\r\ncontent-type: text/plain\r\ncontent-length: 5\r\n\r\nnope\n";
+        const l7_response& r = t.responses[0];
+        EXPECT_EQ(std::string(reinterpret_cast<const char*>(r.bytes), r.len), want);
+        EXPECT_EQ(r.head_len, want.size() - 5);
+        EXPECT_EQ(r.status, 404);
+        for (size_t i = r.len; i < sizeof(r.bytes); i++)
+            ASSERT_EQ(r.bytes[i], 0) << i;
     }
     // RBAC with rules the kernel evaluates exactly stays in the kernel
     {

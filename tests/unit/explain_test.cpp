@@ -312,7 +312,12 @@ TEST_F(ExplainTest, DirectResponseMutationAndRateLimit)
     const Explained h = run(get("/healthz"));
     EXPECT_EQ(h.at("response.status"), "200");
     EXPECT_EQ(h.at("response.reason"), "direct_response");
-    EXPECT_EQ(h.at("plane.plane"), "user");
+    EXPECT_EQ(h.at("plane.plane"), "kernel");
+    EXPECT_EQ(h.at("plane.remote_clients"),
+              "user (to_slow_path_answer_remote: the kernel answers local clients only)");
+    const Explained hc = run(get("/healthz", {{"Connection", "close"}}));
+    EXPECT_EQ(hc.at("plane.plane"), "user");
+    EXPECT_EQ(hc.at("plane.reason"), "to_slow_path_answer_close");
 
     const Explained m = run(get("http://h/mut/a", {{"X-Debug", "1"}}));
     EXPECT_NE(m.json().find(R"("upstream_head":"GET /mut/a HTTP/1.1\r\nHost: h\r\nx-via: l7fast\r\n\r\n")"),
@@ -427,7 +432,7 @@ TEST_F(ExplainTest, TextNamesTheRouteTheStagesAndThePlane)
     std::string text;
     ASSERT_TRUE(render_explain_text(*json, &text, &error)) << error;
     EXPECT_NE(text.find("Request:   POST /rbac/a  (listener web, client 127.0.0.1)\n"), std::string::npos) << text;
-    EXPECT_NE(text.find("  0 health: no  [user]\n      FAILED path=/healthz\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("  0 health: no  [kernel]\n      FAILED path=/healthz\n"), std::string::npos) << text;
     EXPECT_NE(text.find("Route:     rbac\n"), std::string::npos) << text;
     EXPECT_NE(text.find("  rbac        first_match: rule default denies\n"), std::string::npos) << text;
     EXPECT_NE(text.find("Response:  403 from l7fast (rbac_denied:default)\n"), std::string::npos) << text;

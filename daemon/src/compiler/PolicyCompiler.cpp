@@ -10,6 +10,7 @@
 #include "lb/HashBalancer.hpp"
 #include "common/KernelHash.hpp"
 #include "config/Text.hpp"
+#include "semantics/Responses.hpp"
 
 namespace l7fast::policy {
 
@@ -69,6 +70,7 @@ struct RouteShape {
     std::vector<uint32_t> target_weights;
     std::optional<uint32_t> jwt_provider;  // admitted from the verified-token cache
     std::optional<l7_mutation> mutation;  // request header mutation (L7_RF_MUTATE)
+    std::optional<l7_response> response;  // the direct response (L7_RF_DIRECT)
     Reasons reasons;  // non-empty: user space
     // RBAC: the route's rules, shaped like routes (only the condition
     // fields are used), and where they are in space 1 once allocated
@@ -309,7 +311,7 @@ private:
         if (route.rate_limit)
             s.reasons.add("rate limits run in user space");
         if (route.direct_response)
-            s.reasons.add("direct responses are sent from user space");
+            shape_direct_response(*route.direct_response, s);
         if (!route.response_headers.empty())
             s.reasons.add("response header mutation runs in user space");
         shape_request_mutation(route, s);
@@ -469,9 +471,26 @@ private:
         }
     }
 
+    // The kernel sends the keep-alive form, byte for byte the slow path's.
+    static void shape_direct_response(const DirectResponse& direct, RouteShape& s)
+    {
+        const LocalResponse resp = direct_response(direct, false);
+        if (resp.bytes.size() > L7_MAX_RESP_BYTES) {
+            s.reasons.add("direct responses over " + std::to_string(L7_MAX_RESP_BYTES) +
+                          " bytes are sent from user space");
+            return;
+        }
+        l7_response out{};
+        out.len = static_cast<__u32>(resp.bytes.size());
+        out.head_len = static_cast<__u16>(resp.head_size);
+        out.status = static_cast<__u16>(direct.status);
+        std::memcpy(out.bytes, resp.bytes.data(), resp.bytes.size());
+        s.response = out;
+    }
+
     void shape_targets(const Route& route, RouteShape& s)
     {
-        if (route.clusters.empty())
+        if (route.clusters.empty() && !route.direct_response)
             s.reasons.add("no cluster");
         if (route.clusters.size() > L7_MAX_TARGETS)
             s.reasons.add("more than " + std::to_string(L7_MAX_TARGETS) + " weighted clusters");
@@ -748,6 +767,9 @@ private:
                 for (uint16_t ci : s.targets)
                     if (!cluster_reason_[ci].empty())
                         s.reasons.add(cluster_reason_[ci]);
+            if (s.reasons.empty() && s.response && t.responses.size() >= L7_MAX_RESPONSES)
+                s.reasons.add("beyond the first " + std::to_string(L7_MAX_RESPONSES) +
+                              " direct responses of kernel routes");
             placement.kernel = s.reasons.empty();
             placement.reason = s.reasons.str();
 
@@ -770,7 +792,14 @@ private:
             }
             out.n_targets = static_cast<__u16>(s.targets.size());
             out.total_weight = static_cast<__u16>(cum);
+            out.resp_direct = L7_RESP_NONE;
+            if (placement.kernel && s.response) {
+                out.flags |= L7_RF_DIRECT;
+                out.resp_direct = static_cast<__u32>(t.responses.size());
+                t.responses.push_back(*s.response);
+            }
             out.resp_deny = L7_RESP_NONE;  // the slow path answers denials
+            out.resp_no_token = L7_RESP_NONE;
             if (placement.kernel && s.rule_first) {
                 const Rbac& rbac = *p_.routes[r].rbac;
                 out.flags |= L7_RF_RBAC;

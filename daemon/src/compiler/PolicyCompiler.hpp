@@ -68,6 +68,9 @@ struct CompiledTables {
     std::vector<l7_jwt_provider> jwt_providers;
     // (route index, table) of every route with L7_RF_MUTATE, ascending
     std::vector<std::pair<uint32_t, l7_mutation>> mutations;
+    // the direct responses of kernel routes, index l7_route.resp_direct (at
+    // most L7_MAX_RESPONSES)
+    std::vector<l7_response> responses;
     std::vector<RoutePlacement> placement;              // one per Policy::routes entry
     std::vector<ListenerPlacement> listener_placement;  // one per Policy::listeners entry
     // Things an operator may want to know that are not a route's placement,

@@ -247,6 +247,7 @@ struct Plane {
     std::string reason;  // the data plane's hand-over reason (L7_REASON_NAMES), "" for kernel
     std::string why;
     std::string then;    // what happens to the next request like this one, when it differs
+    bool answered = false;  // the kernel sends the route's own answer (local clients only)
 };
 
 class Explainer {
@@ -316,6 +317,8 @@ void Explainer::write_plane(const Plane& p)
         w_.field("then", p.then);
     if (!pol_.daemon.offload_remote_clients)
         w_.field("remote_clients", "user (daemon.offload_remote_clients = false)");
+    else if (p.answered)
+        w_.field("remote_clients", "user (to_slow_path_answer_remote: the kernel answers local clients only)");
     else
         w_.field("remote_clients", p.kernel ? "kernel" : "user");
     w_.end_object();
@@ -584,8 +587,14 @@ std::optional<std::string> Explainer::run(const ExplainRequest& req, std::string
     if (v.kind != proxy::Verdict::Kind::Forward) {
         status = proxy::local_status(route, v);
         reason = proxy::verdict_reason(route, v);
-        if (v.kind == proxy::Verdict::Kind::Direct)
-            user_plane("route_user", "direct responses are sent from user space");
+        if (v.kind == proxy::Verdict::Kind::Direct) {
+            // a kernel route's direct response is the kernel's to send
+            // (l7_g_decide), in its keep-alive form only
+            if (m.flags & L7_MF_CLOSE)
+                user_plane("answer_close", "the request asks to close the connection: the slow path sends the "
+                                           "answer with connection: close");
+            plane.answered = true;
+        }
     }
 
     // forwarding: the upstream head, the cluster, the endpoint
@@ -713,8 +722,12 @@ std::optional<std::string> Explainer::run(const ExplainRequest& req, std::string
 
     if (dataplane && plane.reason.empty()) {
         plane.kernel = true;
-        plane.why = "a kernel route, and nothing in the request needs the slow path (it still does when no idle "
-                    "pooled connection is free: to_slow_path_pool_miss)";
+        plane.why = plane.answered
+                        ? "a kernel route, and the kernel sends its direct response itself when the request is the "
+                          "whole of one write (a body that comes later, or a pipelined request behind it, goes to "
+                          "the slow path: to_slow_path_too_big, to_slow_path_pipelined)"
+                        : "a kernel route, and nothing in the request needs the slow path (it still does when no "
+                          "idle pooled connection is free: to_slow_path_pool_miss)";
     }
     write_plane(plane);
     write_response(status, reason);

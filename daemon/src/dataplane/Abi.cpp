@@ -116,6 +116,7 @@ RouteCounters& RouteCounters::operator+=(const RouteCounters& o)
     bytes_out += o.bytes_out;
     for (int i = 0; i < L7_LAT_BUCKETS; i++)
         latency[i] += o.latency[i];
+    direct_responses += o.direct_responses;
     return *this;
 }
 

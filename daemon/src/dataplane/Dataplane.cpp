@@ -895,6 +895,7 @@ RouteCounters Dataplane::route_counters(uint32_t gen, uint32_t route) const
         out.bytes_out += s.bytes_out;
         for (int i = 0; i < L7_LAT_BUCKETS; i++)
             out.latency[i] += s.latency[i];
+        out.direct_responses += s.direct_responses;
     }
     return out;
 }

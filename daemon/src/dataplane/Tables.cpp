@@ -24,6 +24,7 @@ TableMaps TableMaps::of(const ::bpf_object* obj)
     m.match = fd("l7_match");
     m.routes = fd("l7_routes");
     m.mutations = fd("l7_mutations");
+    m.responses = fd("l7_responses");
     m.lb_tables = fd("l7_lb_tables");
     m.clusters = fd("l7_clusters");
     m.endpoints = fd("l7_endpoints");
@@ -83,6 +84,11 @@ void TableWriter::write(const policy::CompiledTables& t, std::span<const uint32_
             continue;
         uint32_t k = gen * L7_MAX_ROUTES + route;
         update_or_throw(maps_.mutations, &k, &m, "l7_mutations");
+    }
+    // read only for routes with L7_RF_DIRECT, at their resp_direct
+    for (uint32_t i = 0; i < t.responses.size() && i < L7_MAX_RESPONSES; i++) {
+        uint32_t k = gen * L7_MAX_RESPONSES + i;
+        update_or_throw(maps_.responses, &k, &t.responses[i], "l7_responses");
     }
     for (uint32_t i = 0; i < t.lb_tables.size() && i < L7_MAX_LB_TABLES; i++) {
         uint32_t k = gen * L7_MAX_LB_TABLES + i;

@@ -1,0 +1,236 @@
+"""Direct responses answered by the kernel (SK_MSG, local clients): the
+same byte sequences are sent to a daemon with the data plane and to one
+with kernel_dataplane = false; both must send back exactly the same bytes
+and close (or keep) the connection alike, while the data-plane daemon
+answers in the kernel every request it can: one whole request per message
+that does not ask to close. The rest goes to the slow path, counted by
+reason (answer_close, pipelined, too_big, route_user, answer_remote), and
+still gets the same bytes."""
+import socket
+import time
+
+import pytest
+
+import l7env
+from l7env import Conn, free_port, make_request
+
+LONG_BODY = "x" * 1100  # over L7_MAX_RESP_BYTES: the slow path sends it
+
+
+def policy(port, backend):
+    return f"""
+[[listener]]
+name = "web"
+address = "127.0.0.1:{port}"
+[[cluster]]
+name = "app"
+endpoints = [ {{ address = "{backend.address()}" }} ]
+
+[[route]]
+name = "hello"
+match = {{ path_prefix = "/hello" }}
+direct_response = {{ status = 200, headers = [ {{ name = "X-Direct", value = "yes" }}, {{ name = "Content-Type", value = "application/json" }} ], body = '{{"ok":true}}' }}
+[[route]]
+name = "gone"
+match = {{ path_prefix = "/gone" }}
+direct_response = {{ status = 410 }}
+[[route]]
+name = "empty"
+match = {{ path_exact = "/empty" }}
+direct_response = {{ status = 204 }}
+[[route]]
+name = "moved"
+match = {{ path_prefix = "/old", method = ["GET", "HEAD"] }}
+direct_response = {{ status = 301, headers = [ {{ name = "Location", value = "/new" }} ], body = "moved\\n" }}
+[[route]]
+name = "long"
+match = {{ path_prefix = "/long" }}
+direct_response = {{ status = 200, body = "{LONG_BODY}" }}
+[[route]]
+name = "app"
+cluster = "app"
+match = {{ path_prefix = "/" }}
+"""
+
+
+def start_side(s, settings):
+    s.port = free_port()
+    s.env.start(policy(s.port, s.env.backend("app")), daemon_settings=settings)
+
+
+@pytest.fixture(scope="module")
+def pair():
+    with l7env.kernel_and_reference("kans", start_side) as sides:
+        yield sides
+
+
+def snapshot(side):
+    return side.env.stats(), side.env.daemon.counters() if side.dataplane else {}
+
+
+def moved(before, after, route):
+    """(requests in the kernel, direct responses from either path) of
+    `route` since `before`."""
+    b, a = before[0]["routes"][route], after[0]["routes"][route]
+    return a["requests_kernel"] - b["requests_kernel"], a["direct_responses"] - b["direct_responses"]
+
+
+def handed(before, after, reason):
+    return after[1].get("to_slow_path_" + reason, 0) - before[1].get("to_slow_path_" + reason, 0)
+
+
+def raw_exchange(side, writes, expect_bytes, local=True):
+    """Sends each element of `writes` with its own send(); reads until
+    `expect_bytes` bytes came back, then whether the daemon closed: (bytes,
+    closed)."""
+    c = side.env.client(side.port, local)
+    try:
+        for i, w in enumerate(writes):
+            if i:
+                time.sleep(0.05)
+            c.send(w)
+        got = b""
+        c.sock.settimeout(l7env.LIVENESS)
+        while len(got) < expect_bytes:
+            chunk = c.sock.recv(65536)
+            if not chunk:
+                break
+            got += chunk
+        c.sock.settimeout(0.3)
+        try:
+            tail = c.sock.recv(65536)
+            closed = tail == b""
+            got += tail
+        except socket.timeout:
+            closed = False
+        return got, closed
+    finally:
+        c.close()
+
+
+def both(pair, writes, expect_bytes, local=True):
+    """The same writes to both daemons: the bytes back and the closing must
+    be equal. Returns (bytes, closed, before, after) of the kernel side."""
+    k, u = pair["kernel"], pair["user"]
+    before = snapshot(k)
+    got_k = raw_exchange(k, writes, expect_bytes, local)
+    after = snapshot(k)
+    got_u = raw_exchange(u, writes, expect_bytes, local)
+    assert got_k == got_u
+    return got_k[0], got_k[1], before, after
+
+
+HELLO = (b'HTTP/1.1 200 OK\r\nx-direct: yes\r\ncontent-type: application/json\r\ncontent-length: 11\r\n\r\n'
+         b'{"ok":true}')
+
+
+def test_placement(pair):
+    st = pair["kernel"].env.stats()["routes"]
+    assert [st[n]["placement"] for n in ("hello", "gone", "empty", "moved", "long")] == \
+        ["kernel"] * 4 + ["user"]
+
+
+def test_a_direct_response_is_sent_by_the_kernel(pair):
+    got, closed, before, after = both(pair, [make_request("GET", "/hello/x")], len(HELLO))
+    assert got == HELLO and not closed
+    assert moved(before, after, "hello") == (1, 1)
+    codes = after[0]["routes"]["hello"]["kernel_codes"]
+    assert dict(codes).get("200", 0) - dict(before[0]["routes"]["hello"]["kernel_codes"]).get("200", 0) == 1
+
+
+def test_keepalive_answers_one_after_another_and_then_forwarding(pair):
+    k = pair["kernel"]
+    for side in (k, pair["user"]):
+        with side.env.local():
+            c = Conn(side.port)
+        before = snapshot(side)
+        got = []
+        for path, head in [("/hello/1", False), ("/gone", False), ("/empty", False), ("/old/a", True),
+                           ("/old/b", False), ("/app/x", False), ("/hello/2", False)]:
+            c.request("HEAD" if head else "GET", path)
+            r = c.read_response(head_request=head)
+            got.append((r.raw_head, r.body))
+        c.close()
+        side.got = got
+        after = snapshot(side)
+        side.delta = moved(before, after, "hello"), moved(before, after, "moved")
+    # the forwarded response carries the backend's Date: its status and body
+    fwd_k, fwd_u = k.got.pop(5), pair["user"].got.pop(5)
+    assert fwd_k[0].startswith(b"HTTP/1.1 200") and fwd_u[0].startswith(b"HTTP/1.1 200") and fwd_k[1] == fwd_u[1]
+    assert k.got == pair["user"].got
+    assert k.got[1][0] == b"HTTP/1.1 410 Gone\r\ncontent-type: text/plain\r\ncontent-length: 0\r\n\r\n"
+    assert k.got[2] == (b"HTTP/1.1 204 No Content\r\n\r\n", b"")
+    assert k.got[3] == (b"HTTP/1.1 301 Moved Permanently\r\nlocation: /new\r\ncontent-type: text/plain\r\n"
+                        b"content-length: 6\r\n\r\n", b"")
+    assert k.got[4][1] == b"moved\n"
+    assert k.delta == ((2, 2), (2, 2))
+    assert pair["user"].delta == ((0, 2), (0, 2))
+
+
+def test_a_request_with_a_body_is_answered_and_the_connection_kept(pair):
+    req = make_request("POST", "/hello/b", {"Content-Type": "text/plain"}, b"0123456789")
+    got, closed, before, after = both(pair, [req], len(HELLO))
+    assert got == HELLO and not closed
+    assert moved(before, after, "hello") == (1, 1)
+
+
+def test_a_body_in_a_later_write_goes_to_the_slow_path(pair):
+    req = make_request("POST", "/hello/b", {"Content-Type": "text/plain"}, b"0123456789")
+    head, body = req[:-10], req[-10:]
+    got, closed, before, after = both(pair, [head, body], len(HELLO))
+    assert got == HELLO and not closed
+    assert moved(before, after, "hello") == (0, 1)
+    assert handed(before, after, "too_big") == 1
+
+
+def test_connection_close_is_answered_by_the_slow_path_and_closes(pair):
+    req = make_request("GET", "/hello/c", {"Connection": "close"})
+    close_form = HELLO.replace(b"content-length: 11\r\n", b"content-length: 11\r\nconnection: close\r\n")
+    got, closed, before, after = both(pair, [req], len(close_form))
+    assert got == close_form and closed
+    assert moved(before, after, "hello") == (0, 1)
+    assert handed(before, after, "answer_close") == 1
+
+
+def test_pipelined_requests_are_answered_in_order_by_the_slow_path(pair):
+    two = make_request("GET", "/hello/1") + make_request("GET", "/gone")
+    gone = b"HTTP/1.1 410 Gone\r\ncontent-type: text/plain\r\ncontent-length: 0\r\n\r\n"
+    got, closed, before, after = both(pair, [two], len(HELLO) + len(gone))
+    assert got == HELLO + gone and not closed
+    assert handed(before, after, "pipelined") == 1
+    assert moved(before, after, "hello") == (0, 1)
+
+
+def test_a_response_over_the_kernel_limit_is_sent_by_the_slow_path(pair):
+    got, closed, before, after = both(pair, [make_request("GET", "/long")], 1100 + 60)
+    assert got.endswith(LONG_BODY.encode()) and not closed
+    assert moved(before, after, "long") == (0, 1)
+    assert handed(before, after, "route_user") == 1
+
+
+def test_remote_clients_are_answered_by_the_slow_path(pair):
+    """SK_SKB cannot change an skb's length (ARCHITECTURE.md section 7): the
+    slow path sends the same bytes, and the connection goes on."""
+    k, u = pair["kernel"], pair["user"]
+    for side in (k, u):
+        side.before = snapshot(side)
+        c = side.env.client(side.port, local=False)
+        side.got = []
+        for method, path in [("GET", "/old/x"), ("HEAD", "/old/y"), ("GET", "/empty")]:
+            c.request(method, path)
+            r = c.read_response(head_request=method == "HEAD")
+            side.got.append((r.raw_head, r.body))
+        c.close()
+        side.after = snapshot(side)
+    assert k.got == u.got
+    assert k.got[1] == (k.got[0][0], b"")
+    assert moved(k.before, k.after, "moved") == (0, 2)
+    assert handed(k.before, k.after, "answer_remote") == 3
+
+
+def test_a_remote_request_with_connection_close(pair):
+    req = make_request("GET", "/hello/c", {"Connection": "close"})
+    close_form = HELLO.replace(b"content-length: 11\r\n", b"content-length: 11\r\nconnection: close\r\n")
+    got, closed, before, after = both(pair, [req], len(close_form), local=False)
+    assert got == close_form and closed
+    assert handed(before, after, "answer_close") == 1

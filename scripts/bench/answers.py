@@ -1,0 +1,72 @@
+#!/usr/bin/python3
+"""What the kernel's own answers save: a route with a direct response under
+wrk (local clients in the test cgroup, 32 connections, 2 threads), answered
+by l7fastd with the data plane and by one with kernel_dataplane = false, in
+interleaved rounds; per round the requests per second, wrk's mean latency
+and l7fastd's CPU time (utime + stime from /proc) per request. Compare the
+rounds' ratios, not absolute figures (shared machines).
+
+    scripts/bench/answers.py [ROUNDS] [SECONDS]     (root; make build first)
+"""
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+TOP = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(TOP / "tests" / "e2e"))
+os.environ.setdefault("L7FAST_BUILD", str(TOP / "build"))
+
+import l7env  # noqa: E402
+import test_kernel_answers  # noqa: E402  (its policy: route "hello", a direct response)
+
+
+def cpu_seconds(pid):
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def main():
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    seconds = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+    reason = l7env.skip_reason()
+    if reason:
+        sys.exit(f"answers: cannot run: {reason}")
+    sides = {}
+    try:
+        for name, settings in (("kernel", ""), ("user", "kernel_dataplane = false")):
+            env = l7env.Env("answers-" + name)
+            port = l7env.free_port()
+            env.start(test_kernel_answers.policy(port, env.backend("app")), daemon_settings=settings)
+            sides[name] = (env, port)
+        rps = {n: [] for n in sides}
+        cpu = {n: [] for n in sides}
+        for r in range(rounds):
+            for name, (env, port) in sides.items():
+                pid = env.daemon.proc.pid
+                c0 = cpu_seconds(pid)
+                with env.local():
+                    out = subprocess.run(["wrk", "-t2", "-c32", f"-d{seconds}s", f"http://127.0.0.1:{port}/hello/x"],
+                                         capture_output=True, text=True, timeout=seconds + 60).stdout
+                used = cpu_seconds(pid) - c0
+                got = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+                lat = re.search(r"Latency\s+(\S+)", out).group(1)
+                rps[name].append(got)
+                cpu[name].append(used / (got * seconds) * 1e6)
+                print(f"round {r} {name:6s} {got:9.0f} req/s  mean latency {lat:>8s}  "
+                      f"l7fastd {used:5.2f} s CPU ({cpu[name][-1]:.2f} us/req)", flush=True)
+        ratios = sorted(k / u for k, u in zip(rps["kernel"], rps["user"]))
+        print(f"kernel / user req/s per round: {', '.join(f'{x:.2f}' for x in ratios)}")
+        print(f"l7fastd CPU per request, kernel: {max(cpu['kernel']):.2f} us at most; "
+              f"user: {min(cpu['user']):.2f} us at least")
+        st = sides["kernel"][0].stats()["routes"]["hello"]
+        print(f"kernel side, route hello: requests_kernel {st['requests_kernel']}, "
+              f"requests_user {st['requests_user']}")
+    finally:
+        for env, _ in sides.values():
+            env.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -79,24 +79,31 @@ struct UpstreamPoolTest : ::testing::Test {
         run_until([&] { return out.has_value(); });
         return out.value_or(nullptr);
     }
+
+    // A kernel route's pool opens its one slot (pool_min_idle = 1,
+    // pool_max = 1); its id once IDLE, L7_NO_SLOT if it never opened.
+    uint32_t warm_one_slot()
+    {
+        pool.set_kernel_pools({{0, {pool_id}}});
+        pool.warm_all();
+        uint32_t id = L7_NO_SLOT;
+        run_until([&] {
+            for (uint32_t s = 0; s < L7_MAX_SLOTS && id == L7_NO_SLOT; s++)
+                if (pool.slot_state(s) == L7_SLOT_IDLE)
+                    id = s;
+            return id != L7_NO_SLOT;
+        });
+        EXPECT_EQ(pool.figures(pool_id).slots, 1u);
+        return id;
+    }
 };
 
 }  // namespace
 
 TEST_F(UpstreamPoolTest, KernelExchangeTimesOutOnlyWhenSeenStaleTwice)
 {
-    // a kernel route's pool opens its slot (pool_min_idle = 1, pool_max = 1)
-    pool.set_kernel_pools({{0, {pool_id}}});
-    pool.warm_all();
-    uint32_t id = L7_NO_SLOT;
-    run_until([&] {
-        for (uint32_t s = 0; s < L7_MAX_SLOTS && id == L7_NO_SLOT; s++)
-            if (pool.slot_state(s) == L7_SLOT_IDLE)
-                id = s;
-        return id != L7_NO_SLOT;
-    });
+    const uint32_t id = warm_one_slot();
     ASSERT_NE(id, L7_NO_SLOT);
-    EXPECT_EQ(pool.figures(pool_id).slots, 1u);
     uint64_t* st = pool.state_word(id);
     const auto timeout = std::chrono::milliseconds(1000);
     auto stamp = [&](uint32_t uses, uint64_t start) {
@@ -129,6 +136,44 @@ TEST_F(UpstreamPoolTest, KernelExchangeTimesOutOnlyWhenSeenStaleTwice)
     EXPECT_EQ(ends[0].status, 504);
     // retired, and a replacement is being opened for the kernel
     EXPECT_NE(*st, L7_SLOT_KBUSY);
+}
+
+// The data plane's events can be lost (a full ring while the daemon is
+// stalled): the sweep does what a RELAY or DEAD event would have asked.
+TEST_F(UpstreamPoolTest, SweepTakesUpWhatALostEventAsked)
+{
+    const uint32_t id = warm_one_slot();
+    ASSERT_NE(id, L7_NO_SLOT);
+    uint64_t* st = pool.state_word(id);
+    const auto timeout = std::chrono::milliseconds(1000);
+
+    // a hand-over whose event never came: relayed at the next sweep, once
+    *st = L7_SLOT_RELAY;
+    pool.sweep(timeout);
+    ASSERT_EQ(ends.size(), 1u);
+    EXPECT_EQ(ends[0].kind, KernelExchangeEnd::Kind::Relay);
+    ASSERT_TRUE(ends[0].conn);
+    EXPECT_TRUE(ends[0].conn->socket().is_open());
+    pool.on_slot_event(id);  // the late event: already done
+    pool.sweep(timeout);
+    EXPECT_EQ(ends.size(), 1u);
+    EXPECT_EQ(*st, L7_SLOT_RELAY);
+
+    // the relay ends, the slot is idle again; then the data plane declares
+    // it DEAD and the event is lost: retired and replaced at the next sweep
+    pool.finish_relay(ends[0].conn, true);
+    ASSERT_EQ(*st, L7_SLOT_IDLE);
+    *st = L7_SLOT_DEAD;
+    pool.sweep(timeout);
+    EXPECT_EQ(ends.size(), 1u);  // no exchange was in flight
+    EXPECT_NE(*st, L7_SLOT_DEAD);
+    EXPECT_TRUE(run_until([&] {
+        for (uint32_t s = 0; s < L7_MAX_SLOTS; s++)
+            if (pool.slot_state(s) == L7_SLOT_IDLE)
+                return true;
+        return false;
+    }));
+    EXPECT_EQ(pool.figures(pool_id).slots, 1u);
 }
 
 TEST_F(UpstreamPoolTest, SlowPathUsesConnectionsOfItsOwn)

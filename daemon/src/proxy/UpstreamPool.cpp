@@ -718,12 +718,25 @@ void UpstreamPool::sweep(std::chrono::milliseconds timeout)
     const uint64_t now = monotonic_ns();
     const uint64_t limit = static_cast<uint64_t>(timeout.count()) * 1000000ull;
     std::map<uint32_t, Suspect> next;
+    std::vector<UpstreamPtr> stranded;
     for (auto& [pid, pool] : pools_) {
         for (uint16_t chunk : pool.chunks)
             for (uint32_t i = 0; i < L7_SLOT_CHUNK; i++) {
                 const uint32_t id = chunk * L7_SLOT_CHUNK + i;
                 const UpstreamPtr* cp = conn_ptr(id);
-                if (!cp || !*cp || slot_state(id) != L7_SLOT_KBUSY)
+                if (!cp || !*cp)
+                    continue;
+                const uint64_t state = slot_state(id);
+                // A hand-over (RELAY) nobody relays yet, or a slot the data
+                // plane declared DEAD: its event normally arrives first, but
+                // the ring drops events while it is full (a stalled daemon
+                // under load). Whatever the event would have asked is done
+                // here, after the walk; a late event finds it done.
+                if ((state == L7_SLOT_RELAY && !(*cp)->sock_.is_open()) || state == L7_SLOT_DEAD) {
+                    stranded.push_back(*cp);
+                    continue;
+                }
+                if (state != L7_SLOT_KBUSY)
                     continue;
                 UpstreamPtr c = *cp;
                 auto s = slot(id);
@@ -761,6 +774,11 @@ void UpstreamPool::sweep(std::chrono::milliseconds timeout)
                 close_private(c);
     }
     suspects_ = std::move(next);
+    for (const auto& c : stranded) {
+        log::debug("pool: recovering slot ", c->slot_, " (", dataplane::to_string(c->key_),
+                   ") whose data-plane event did not arrive");
+        on_slot_state(c);
+    }
     warm_all();
 }
 

@@ -177,7 +177,9 @@ public:
     // left ESTABLISHED while it was in use.
     void on_slot_event(uint32_t slot);
     // Times out kernel exchanges older than `timeout` (as seen on two
-    // consecutive sweeps), then grows what needs room.
+    // consecutive sweeps), takes up hand-overs and dead slots whose event
+    // the data plane could not deliver (a full ring), then grows what needs
+    // room.
     void sweep(std::chrono::milliseconds timeout);
 
     // The slot's state word, shared with the data plane (plain memory

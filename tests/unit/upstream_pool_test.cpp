@@ -80,21 +80,24 @@ struct UpstreamPoolTest : ::testing::Test {
         return out.value_or(nullptr);
     }
 
+    // The first IDLE kernel slot, L7_NO_SLOT if none is.
+    uint32_t idle_slot() const
+    {
+        for (uint32_t s = 0; s < L7_MAX_SLOTS; s++)
+            if (pool.slot_state(s) == L7_SLOT_IDLE)
+                return s;
+        return L7_NO_SLOT;
+    }
+
     // A kernel route's pool opens its one slot (pool_min_idle = 1,
     // pool_max = 1); its id once IDLE, L7_NO_SLOT if it never opened.
     uint32_t warm_one_slot()
     {
         pool.set_kernel_pools({{0, {pool_id}}});
         pool.warm_all();
-        uint32_t id = L7_NO_SLOT;
-        run_until([&] {
-            for (uint32_t s = 0; s < L7_MAX_SLOTS && id == L7_NO_SLOT; s++)
-                if (pool.slot_state(s) == L7_SLOT_IDLE)
-                    id = s;
-            return id != L7_NO_SLOT;
-        });
+        run_until([&] { return idle_slot() != L7_NO_SLOT; });
         EXPECT_EQ(pool.figures(pool_id).slots, 1u);
-        return id;
+        return idle_slot();
     }
 };
 
@@ -167,12 +170,7 @@ TEST_F(UpstreamPoolTest, SweepTakesUpWhatALostEventAsked)
     pool.sweep(timeout);
     EXPECT_EQ(ends.size(), 1u);  // no exchange was in flight
     EXPECT_NE(*st, L7_SLOT_DEAD);
-    EXPECT_TRUE(run_until([&] {
-        for (uint32_t s = 0; s < L7_MAX_SLOTS; s++)
-            if (pool.slot_state(s) == L7_SLOT_IDLE)
-                return true;
-        return false;
-    }));
+    EXPECT_TRUE(run_until([&] { return idle_slot() != L7_NO_SLOT; }));
     EXPECT_EQ(pool.figures(pool_id).slots, 1u);
 }
 

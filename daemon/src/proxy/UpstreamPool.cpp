@@ -776,7 +776,7 @@ void UpstreamPool::sweep(std::chrono::milliseconds timeout)
     suspects_ = std::move(next);
     for (const auto& c : stranded) {
         log::debug("pool: recovering slot ", c->slot_, " (", dataplane::to_string(c->key_),
-                   ") whose data-plane event did not arrive");
+                   ") whose data-plane event has not arrived (lost, or still in the ring)");
         on_slot_state(c);
     }
     warm_all();

@@ -49,7 +49,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 static __always_inline void l7_event(__u32 type, __u32 slot, __u32 conn, __u32 conn_gen)
 {
-	struct l7_event *e = bpf_ringbuf_reserve(&l7_events, sizeof(*e), 0);
+	struct l7_event *e = l7_event_reserve();
 
 	if (!e)
 		return;
@@ -64,7 +64,7 @@ static __always_inline void l7_event(__u32 type, __u32 slot, __u32 conn, __u32 c
 
 static __always_inline void l7_trace_ev(__u32 code, __u32 conn, __u64 a, __u64 b)
 {
-	struct l7_event *e = bpf_ringbuf_reserve(&l7_events, sizeof(*e), 0);
+	struct l7_event *e = l7_event_reserve();
 
 	if (!e)
 		return;
@@ -794,7 +794,7 @@ static __always_inline void l7_access_event(struct l7_slot *slot, __u64 latency)
 	seq = bpf_map_lookup_elem(&l7_counters, &key);
 	if (!seq || *seq % n)
 		return;
-	e = bpf_ringbuf_reserve(&l7_events, sizeof(*e), 0);
+	e = l7_event_reserve();
 	if (!e)
 		return;
 	e->type = L7_EV_ACCESS;

@@ -25,7 +25,7 @@
 
 /* Bump whenever a map's layout or meaning changes: a daemon never adopts
  * pinned maps of another ABI version (it starts clean instead). */
-#define L7_ABI_VERSION 16
+#define L7_ABI_VERSION 17
 
 /* Sizes of the tables. Route sets are bitmaps of L7_MAX_ROUTES bits. */
 #define L7_GENS 2
@@ -629,6 +629,7 @@ enum l7_counter {
 	L7_C_CONN_CLOSE,     /* close events sent to the daemon */
 	L7_C_UPSTREAM_CLOSED, /* idle pooled upstream connections retired as they closed */
 	L7_C_HANDED_BACK,    /* connections the kernel took back from the slow path */
+	L7_C_EVENTS_LOST,    /* events the full ring could not take (l7_event_reserve) */
 	L7_C_REASON_BASE,    /* + enum l7_reason */
 	L7_C_COUNT = L7_C_REASON_BASE + L7_R_COUNT,
 };
@@ -639,7 +640,7 @@ enum l7_counter {
  * header. Keep one quoted name per enum entry, on #define lines. */
 #define L7_COUNTER_NAMES "requests_kernel", "requests_user", "responses_kernel", \
 	"responses_relayed", "budget_relay", "scratch_busy", "close_events", "upstream_closed", \
-	"handed_back"
+	"handed_back", "events_lost"
 #define L7_REASON_NAMES "none", "no_conn", "user_mode", "incomplete", "too_big", "parse", \
 	"unsupported", "no_route", "route_user", "pool_miss", "pipelined", "redirect", \
 	"user_pending", "disabled", "path_not_normal", "rbac_deny", "jwt_none", "jwt_miss", \

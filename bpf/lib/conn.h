@@ -69,6 +69,18 @@ static __always_inline void l7_count(__u32 counter)
 		*v += 1;
 }
 
+/* A record of the event ring, or NULL when the ring is full (a stalled
+ * daemon has not read it): counted (events_lost), and the daemon's sweep
+ * takes up what a lost hand-over or retirement asked for. */
+static __always_inline struct l7_event *l7_event_reserve(void)
+{
+	struct l7_event *e = bpf_ringbuf_reserve(&l7_events, sizeof(*e), 0);
+
+	if (!e)
+		l7_count(L7_C_EVENTS_LOST);
+	return e;
+}
+
 static __always_inline struct l7_config *l7_cfg(void)
 {
 	__u32 zero = 0;

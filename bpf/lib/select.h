@@ -262,7 +262,7 @@ __noinline __u32 l7_g_claim(struct l7_scratch *s, struct l7_conn *c, __u32 pool)
 	}
 	if (p->miss || __sync_val_compare_and_swap(&p->miss, 0, 1) != 0)
 		return L7_NO_SLOT;
-	e = bpf_ringbuf_reserve(&l7_events, sizeof(*e), 0);
+	e = l7_event_reserve();
 	if (e) {
 		__builtin_memset(e, 0, sizeof(*e));
 		e->type = L7_EV_POOL_MISS;

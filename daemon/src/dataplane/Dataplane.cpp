@@ -928,15 +928,20 @@ void Dataplane::clear_pool_counters(uint32_t pool)
 std::vector<uint64_t> Dataplane::counters() const
 {
     std::vector<uint64_t> out(L7_C_COUNT, 0);
-    std::vector<uint64_t> per(ncpus_);
-    int fd = bpf_map__fd(skel_->maps.l7_counters);
-    for (uint32_t i = 0; i < L7_C_COUNT; i++) {
-        if (bpf_map_lookup_elem(fd, &i, per.data()) != 0)
-            continue;
-        for (uint64_t v : per)
-            out[i] += v;
-    }
+    for (uint32_t i = 0; i < L7_C_COUNT; i++)
+        out[i] = counter(i);
     return out;
+}
+
+uint64_t Dataplane::counter(uint32_t which) const
+{
+    std::vector<uint64_t> per(ncpus_);
+    if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.l7_counters), &which, per.data()) != 0)
+        return 0;
+    uint64_t sum = 0;
+    for (uint64_t v : per)
+        sum += v;
+    return sum;
 }
 
 }  // namespace l7fast::dataplane

@@ -197,6 +197,7 @@ public:
     RouteCounters pool_counters(uint32_t pool) const;
     void clear_pool_counters(uint32_t pool);
     std::vector<uint64_t> counters() const;  // enum l7_counter
+    uint64_t counter(uint32_t which) const;  // one of them (0 if unreadable)
     // Client connections the data plane knows (l7_conns entries in use), by
     // mode (kernel, or handed to the slow path) and side (local, remote):
     // [mode][side]. One batched read of the table.

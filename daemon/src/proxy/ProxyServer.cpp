@@ -101,7 +101,8 @@ ProxyServer::ProxyServer(asio::io_context& io, dataplane::Dataplane* dp, bool of
       dp_(dp),
       offload_remote_(offload_remote),
       pool_(io, dp, [this](KernelExchangeEnd e) { on_exchange_end(std::move(e)); }),
-      health_(io, pool_)
+      health_(io, pool_),
+      events_lost_seen_(dp ? dp->counter(L7_C_EVENTS_LOST) : 0)
 {
     pool_.set_connect_observer([this](uint32_t pool, bool ok) { health_.on_connect(pool, ok); });
 }
@@ -505,6 +506,7 @@ void ProxyServer::tick()
         return;
     pool_.sweep(rt_->policy().daemon.request_timeout);
     health_.tick();
+    warn_lost_events();
     // A burst of connections has ended: their sessions' memory is free, but
     // glibc returns only the top of the heap by itself, and what the burst
     // left below it would stay in l7fastd's RSS (1.8 MiB after 512
@@ -526,6 +528,20 @@ void ProxyServer::tick()
     // a token verified with a key that is gone now must not be admitted
     if (reloaded && dp_)
         dp_->jwt_cache_clear();
+}
+
+void ProxyServer::warn_lost_events()
+{
+    if (!dp_)
+        return;
+    const uint64_t lost = dp_->counter(L7_C_EVENTS_LOST);
+    if (lost > events_lost_seen_)
+        log::warning("data plane: ", lost - events_lost_seen_,
+                     " events lost: the event ring was full while l7fastd did not read it (starved of CPU, "
+                     "or stopped); the pool's sweep takes up lost hand-overs and retired connections, sampled "
+                     "access-log lines of those responses are missing. If this repeats, give l7fastd more CPU "
+                     "(l7fastctl stats: events_lost)");
+    events_lost_seen_ = lost;
 }
 
 void ProxyServer::cache_verified_token(const PolicyRuntime& rt, size_t provider, const auth::Result& r)

@@ -163,8 +163,9 @@ public:
 
     // Data-plane events.
     void on_event(const l7_event& ev);
-    // Periodic maintenance: pool sweep and warm-up, JWKS files re-read when
-    // they changed (and then the verified-token cache emptied).
+    // Periodic maintenance: pool sweep and warm-up, a warning when the data
+    // plane lost events, JWKS files re-read when they changed (and then the
+    // verified-token cache emptied).
     void tick();
     // A token of rt's provider `provider` that the reference verifier just
     // accepted (`r`): stored in the data plane's verified-token cache when
@@ -244,6 +245,8 @@ private:
     void start_session(tcp::socket sock, const l7_conn_key& key, const policy::SocketAddress& addr,
                        uint32_t listener_id, const SessionConn& conn);
     void on_exchange_end(KernelExchangeEnd end);
+    // warns when events_lost grew since the last tick
+    void warn_lost_events();
     std::shared_ptr<ClientSession> session_for(uint32_t conn, uint32_t gen);
 
     asio::io_context& io_;
@@ -251,6 +254,9 @@ private:
     bool offload_remote_;
     UpstreamPool pool_;
     UpstreamHealth health_;
+    // the data plane's events_lost when tick() last looked (at start: what
+    // the maps a restart adopted had counted)
+    uint64_t events_lost_seen_;
     std::shared_ptr<const PolicyRuntime> rt_;
     std::vector<Fd> inherited_listeners_;
     std::vector<std::shared_ptr<Listening>> listening_;

@@ -308,6 +308,47 @@ void ProxyServer::start_session(tcp::socket sock, const l7_conn_key& key,
     if (conn.ref.valid())
         by_conn_[conn.ref.idx] = key;
     session->start();
+    if (conn.ref.valid())
+        take_waiting_relays(conn.ref, session);
+}
+
+bool ProxyServer::awaits_accept(dataplane::ConnRef ref) const
+{
+    if (!dp_ || by_conn_.count(ref.idx))
+        return false;
+    auto c = dp_->conn(ref);
+    return c && c->side == L7_SIDE_LOCAL && dp_->conn_socket_present(ref, false);
+}
+
+void ProxyServer::take_waiting_relays(dataplane::ConnRef ref, const std::shared_ptr<ClientSession>& session)
+{
+    auto [first, last] = waiting_relays_.equal_range(ref.idx);
+    for (auto it = first; it != last;) {
+        KernelExchangeEnd& e = it->second.end;
+        if (e.snapshot.client_gen == ref.gen)
+            session->relay(e.conn, e.snapshot);
+        else
+            pool_.finish_relay(e.conn, false);  // an earlier client of the entry
+        it = waiting_relays_.erase(it);
+    }
+}
+
+void ProxyServer::expire_waiting_relays(std::chrono::milliseconds timeout)
+{
+    const uint64_t now = monotonic_ns();
+    const uint64_t limit = static_cast<uint64_t>(timeout.count()) * 1000000ull;
+    for (auto it = waiting_relays_.begin(); it != waiting_relays_.end();) {
+        const l7_slot& s = it->second.end.snapshot;
+        const bool waiting = awaits_accept({s.client, s.client_gen});
+        if (waiting && now - it->second.since_ns < limit) {
+            ++it;
+            continue;
+        }
+        log::debug("data plane: dropping a response handed over for client entry ", s.client, ": ",
+                   waiting ? "not accepted within the request timeout" : "the client is gone");
+        pool_.finish_relay(it->second.end.conn, false);
+        it = waiting_relays_.erase(it);
+    }
 }
 
 size_t ProxyServer::free_orphaned_connections()
@@ -479,6 +520,8 @@ void ProxyServer::on_exchange_end(KernelExchangeEnd e)
     case KernelExchangeEnd::Kind::Relay:
         if (s)
             s->relay(e.conn, e.snapshot);
+        else if (awaits_accept({e.snapshot.client, e.snapshot.client_gen}))
+            waiting_relays_.emplace(e.snapshot.client, WaitingRelay{std::move(e), monotonic_ns()});
         else
             pool_.finish_relay(e.conn, false);
         break;
@@ -505,6 +548,7 @@ void ProxyServer::tick()
     if (!rt_)
         return;
     pool_.sweep(rt_->policy().daemon.request_timeout);
+    expire_waiting_relays(rt_->policy().daemon.request_timeout);
     health_.tick();
     warn_lost_events();
     // A burst of connections has ended: their sessions' memory is free, but

@@ -245,6 +245,15 @@ private:
     void start_session(tcp::socket sock, const l7_conn_key& key, const policy::SocketAddress& addr,
                        uint32_t listener_id, const SessionConn& conn);
     void on_exchange_end(KernelExchangeEnd end);
+    // A local client still in a listener's backlog: the kernel has seen its
+    // connection (sockops), l7fastd has not accepted it yet.
+    bool awaits_accept(dataplane::ConnRef ref) const;
+    // The responses handed over for `session`'s connection before it was
+    // accepted go to it now.
+    void take_waiting_relays(dataplane::ConnRef ref, const std::shared_ptr<ClientSession>& session);
+    // Gives up the waiting responses whose client is gone or did not come
+    // within `timeout` (their upstream connections are closed).
+    void expire_waiting_relays(std::chrono::milliseconds timeout);
     // warns when events_lost grew since the last tick
     void warn_lost_events();
     std::shared_ptr<ClientSession> session_for(uint32_t conn, uint32_t gen);
@@ -273,6 +282,15 @@ private:
     std::map<uint32_t, l7_conn_key> by_conn_;  // data-plane entry -> session key
     std::map<uint32_t, size_t> clients_;       // open sessions by listener id
     uint64_t ticks_ = 0;
+    // Responses the data plane handed over (Relay) for local clients that
+    // were still in a listener's backlog, by data-plane entry: a stalled
+    // daemon can read the hand-over before it accepts the client (the
+    // kernel took the client's first request the moment it connected).
+    struct WaitingRelay {
+        KernelExchangeEnd end;
+        uint64_t since_ns;
+    };
+    std::multimap<uint32_t, WaitingRelay> waiting_relays_;
     std::map<std::string, dataplane::RouteCounters> user_counters_;
     std::map<uint32_t, dataplane::RouteCounters> kernel_responses_;
     std::map<std::string, UserRouteExtras> user_extras_;

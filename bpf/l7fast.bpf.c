@@ -476,9 +476,21 @@ static __always_inline void l7_answer_accounted(struct l7_conn *c, struct l7_con
 
 	c->k_requests++;
 	sy->k_done_ns = bpf_ktime_get_ns();
+	if (d->answer == L7_ANS_DENY) {
+		if (d->rbac_rule < L7_GENS * L7_MAX_RULES) {
+			__u32 k = d->rbac_rule;
+			__u64 *n = bpf_map_lookup_elem(&l7_rule_denied, &k);
+
+			if (n)
+				*n += 1;
+		}
+		if (rs)
+			rs->rbac_denied++;
+	} else if (rs) {
+		rs->direct_responses++;
+	}
 	if (rs) {
 		rs->requests_kernel++;
-		rs->direct_responses++;
 		rs->bytes_in += d->total;
 		rs->status[l7_status_class(r->status)]++;
 		if (code < L7_N_KERNEL_CODES)

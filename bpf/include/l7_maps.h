@@ -286,6 +286,16 @@ struct {
 	__type(value, struct l7_route_stats);
 } l7_route_stats SEC(".maps");
 
+/* req adds (a kernel-sent RBAC denial); daemon reads, sums over CPUs and
+ * names the rule. Index gen * L7_MAX_RULES + rule bit. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	L7_PINNED;
+	__uint(max_entries, L7_GENS * L7_MAX_RULES);
+	__type(key, __u32);
+	__type(value, __u64);
+} l7_rule_denied SEC(".maps");
+
 /* l7_resp_complete adds; daemon reads and sums over CPUs. Index pool id. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

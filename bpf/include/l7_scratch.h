@@ -29,6 +29,15 @@ struct l7_decision {
 	__u32 route_flags; /* enum l7_route_flags of that route */
 	__u32 pool;        /* the endpoint's pool once picked, else L7_NO_POOL */
 	__u32 resp;        /* L7_D_ANSWER: key of the answer in l7_responses */
+	__u32 answer;      /* L7_D_ANSWER: enum l7_answer_kind */
+	__u32 rbac_rule;   /* L7_ANS_DENY: gen * L7_MAX_RULES + the deciding
+			    * rule's bit, L7_NO_RULE for the default action */
+};
+
+/* What the kernel answers with (l7_answer_accounted counts each). */
+enum l7_answer_kind {
+	L7_ANS_DIRECT = 0, /* the route's direct response */
+	L7_ANS_DENY = 1,   /* the route's RBAC denial */
 };
 
 /* Matcher state (kept in scratch, not on the 512-byte stack). */
@@ -46,6 +55,8 @@ struct l7_match_state {
 	__u32 found;
 	__u32 first_deny;
 	__u32 any_deny;
+	__u32 first_bit;  /* the lowest rule that holds */
+	__u32 deny_bit;   /* the lowest deny rule that holds */
 };
 
 /* Body framer cursor (message offsets), also kept out of the verifier's

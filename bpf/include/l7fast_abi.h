@@ -25,7 +25,7 @@
 
 /* Bump whenever a map's layout or meaning changes: a daemon never adopts
  * pinned maps of another ABI version (it starts clean instead). */
-#define L7_ABI_VERSION 17
+#define L7_ABI_VERSION 18
 
 /* Sizes of the tables. Route sets are bitmaps of L7_MAX_ROUTES bits. */
 #define L7_GENS 2
@@ -195,7 +195,8 @@ struct l7_route {
 	__u16 jwt_provider;               /* index into this generation's providers */
 	__u16 pad;
 	__u32 resp_direct;                /* L7_RF_DIRECT: the response */
-	__u32 resp_deny;                  /* RBAC denial (L7_RESP_NONE: the slow path answers) */
+	__u32 resp_deny;                  /* L7_RF_RBAC: the keep-alive denial (deny_status,
+					   * deny_body); L7_RESP_NONE: the slow path answers */
 	__u32 resp_no_token;              /* 401 for a request without a token (unused yet) */
 };
 
@@ -571,7 +572,13 @@ struct l7_route_stats {
 	__u64 bytes_out;
 	__u64 latency[L7_LAT_BUCKETS];
 	__u64 direct_responses;         /* of requests_kernel: answered with resp_direct */
+	__u64 rbac_denied;              /* of requests_kernel: answered with resp_deny */
 };
+
+/* l7_rule_denied: the kernel's RBAC denials by deciding rule, index gen *
+ * L7_MAX_RULES + the rule's bit (l7_route.rule_first + its position); a
+ * denial by the route's default action is counted in rbac_denied only. */
+#define L7_NO_RULE 0xffffffffu
 
 /* Per upstream address (pool id, l7_pool_stats): the kernel exchanges the
  * data plane completed with that endpoint. The request's size is not kept

@@ -133,11 +133,22 @@ __noinline int l7_g_decide(struct l7_scratch *s, __u32 n, struct l7_conn *c,
 			return 0;
 		}
 	}
-	/* denied (or undecidable): the slow path sends the route's denial */
-	if ((r->flags & L7_RF_RBAC) &&
-	    l7_g_rbac(s, cfg, gen, r->flags, r->rule_first | ((__u32)r->rule_count << 16)) != 1) {
-		d->reason = L7_R_RBAC_DENY;
-		return 0;
+	if (r->flags & L7_RF_RBAC) {
+		st = l7_g_rbac(s, cfg, gen, r->flags, r->rule_first | ((__u32)r->rule_count << 16));
+		if (st != 1) {
+			d->reason = L7_R_RBAC_DENY;
+			/* undecidable, a request that asks to close (its answer
+			 * says so and the connection ends) or a denial the
+			 * kernel does not hold: the slow path sends it */
+			if (st != 0 || d->close || r->resp_deny >= L7_MAX_RESPONSES)
+				return 0;
+			d->resp = gen * L7_MAX_RESPONSES + r->resp_deny;
+			d->answer = L7_ANS_DENY;
+			d->rbac_rule = s->ms.deny_bit < L7_MAX_RULES ? gen * L7_MAX_RULES + s->ms.deny_bit
+								     : L7_NO_RULE;
+			d->kind = L7_D_ANSWER;
+			return 0;
+		}
 	}
 	if (r->flags & L7_RF_DIRECT) {
 		/* the answer to a request that asks to close says so, and the
@@ -152,6 +163,7 @@ __noinline int l7_g_decide(struct l7_scratch *s, __u32 n, struct l7_conn *c,
 			return 0;
 		}
 		d->resp = gen * L7_MAX_RESPONSES + r->resp_direct;
+		d->answer = L7_ANS_DIRECT;
 		d->kind = L7_D_ANSWER;
 		return 0;
 	}

@@ -17,9 +17,11 @@
  *    allow rule that holds allows.
  *  - no rule holds: L7_RF_RBAC_DEFAULT_DENY decides.
  *
- * The kernel never answers a denial itself (yet): the request goes to the
- * slow path (L7_R_RBAC_DENY), which evaluates the same rules and sends the
- * route's deny response.
+ * A denial names its deciding rule as Rbac::evaluate() does (s->ms.deny_bit
+ * below): the rule that decided under first_match, the lowest deny rule that
+ * holds under deny_overrides, none for the default action. The kernel
+ * answers it with the route's resp_deny (decide.h); where it cannot, the
+ * slow path evaluates the same rules and sends the same bytes.
  */
 #ifndef L7_LIB_RBAC_H
 #define L7_LIB_RBAC_H
@@ -41,6 +43,14 @@ static __always_inline __u64 l7_range_mask(__u32 i, __u32 lo, __u32 hi)
 	return m;
 }
 
+/* The index of the one bit set in b, branch-free. */
+static __always_inline __u32 l7_bit_index(__u64 b)
+{
+	return (!!(b & 0xffffffff00000000ULL) << 5) | (!!(b & 0xffff0000ffff0000ULL) << 4) |
+	       (!!(b & 0xff00ff00ff00ff00ULL) << 3) | (!!(b & 0xf0f0f0f0f0f0f0f0ULL) << 2) |
+	       (!!(b & 0xccccccccccccccccULL) << 1) | !!(b & 0xaaaaaaaaaaaaaaaaULL);
+}
+
 /* bpf_loop context; the loop's state is in s->ms, out of the verifier's
  * sight, so the word loop is verified once rather than per word */
 struct l7_rbac_ctx {
@@ -60,12 +70,15 @@ L7_CALLBACK long l7_rule_word_cb(__u32 i, void *ctx)
 	hit = s->acc.w[w] & l7_range_mask(i, s->ms.rule_lo, s->ms.rule_hi);
 	if (!hit)
 		return 0;
-	deny = c->deny->w[w];
-	if (hit & deny)
+	deny = hit & c->deny->w[w];
+	if (deny && !s->ms.any_deny) {
 		s->ms.any_deny = 1;
+		s->ms.deny_bit = w * 64 + l7_bit_index(deny & (~deny + 1));
+	}
 	if (!s->ms.found) {
 		s->ms.found = 1;
-		s->ms.first_deny = !!(hit & (~hit + 1) & deny); /* the lowest rule that holds */
+		s->ms.first_bit = w * 64 + l7_bit_index(hit & (~hit + 1)); /* the lowest rule that holds */
+		s->ms.first_deny = s->ms.first_bit == s->ms.deny_bit && s->ms.any_deny;
 	}
 	return 0;
 }
@@ -76,8 +89,9 @@ L7_CALLBACK long l7_rule_word_cb(__u32 i, void *ctx)
  * (s->ms, s->hdr_val), and a request repeating a match header never gets
  * here (the route pass already sent it to the slow path). Returns 1 when
  * the rules allow the request, 0 when they deny it, -1 when the tables are
- * unusable (the slow path decides). `rules` packs rule_first (bits 0-15)
- * and rule_count (bits 16-31); `flags` are the route's L7_RF_*.
+ * unusable (the slow path decides); on 0, s->ms.deny_bit is the deciding
+ * rule's bit, L7_NO_RULE for the default action. `rules` packs rule_first
+ * (bits 0-15) and rule_count (bits 16-31); `flags` are the route's L7_RF_*.
  */
 __noinline int l7_g_rbac(struct l7_scratch *s, struct l7_config *cfg, __u32 gen, __u32 flags,
 			 __u32 rules)
@@ -129,6 +143,7 @@ __noinline int l7_g_rbac(struct l7_scratch *s, struct l7_config *cfg, __u32 gen,
 	s->ms.found = 0;
 	s->ms.first_deny = 0;
 	s->ms.any_deny = 0;
+	s->ms.deny_bit = L7_NO_RULE;
 	L7_LOOP(L7_BM_WORDS, l7_rule_word_cb, &rc);
 	if (!s->ms.found)
 		return !(flags & L7_RF_RBAC_DEFAULT_DENY);

@@ -175,7 +175,18 @@ std::unique_ptr<Daemon::Prepared> Daemon::prepare(policy::Policy pol, std::strin
 
 void Daemon::fold_kernel_counters(uint32_t gen)
 {
-    if (!dp_ || gen_routes_[gen].empty())
+    if (!dp_)
+        return;
+    // a generation slot whose names are unknown (maps adopted at a
+    // restart) is emptied all the same: its counts cannot be named
+    const auto& rules = gen_rules_[gen];
+    const auto denied = dp_->rule_denials(gen, gen_routes_[gen].empty() ? L7_MAX_RULES
+                                                                         : static_cast<uint32_t>(rules.size()),
+                                          true);
+    for (size_t b = 0; b < denied.size() && b < rules.size(); b++)
+        if (denied[b])
+            kernel_rule_totals_[rules[b].first][rules[b].second] += denied[b];
+    if (gen_routes_[gen].empty())
         return;
     std::vector<dataplane::RouteCounters> drained;
     dp_->drain_route_counters(gen, static_cast<uint32_t>(gen_routes_[gen].size()), drained);
@@ -210,16 +221,31 @@ void Daemon::apply(std::unique_ptr<Prepared> p)
     if (dp_) {
         fold_kernel_counters(gen);
         gen_routes_[gen].clear();
-        for (const auto& r : p->rt->policy().routes)
-            gen_routes_[gen].push_back(r.name);
+        gen_rules_[gen].clear();
+        const auto& routes = p->rt->policy().routes;
+        for (size_t i = 0; i < routes.size(); i++) {
+            gen_routes_[gen].push_back(routes[i].name);
+            if (!p->tables || i >= p->tables->routes.size() || !routes[i].rbac)
+                continue;
+            const l7_route& kr = p->tables->routes[i];
+            if (!(kr.flags & L7_RF_RBAC))
+                continue;
+            if (gen_rules_[gen].size() < kr.rule_first + kr.rule_count)
+                gen_rules_[gen].resize(kr.rule_first + kr.rule_count);
+            for (uint32_t j = 0; j < kr.rule_count && j < routes[i].rbac->rules.size(); j++)
+                gen_rules_[gen][kr.rule_first + j] = {routes[i].name, routes[i].rbac->rules[j].name};
+        }
         dp_->activate(gen, p->rt->generation);
     }
     generation_ = p->rt->generation;
     rt_ = p->rt;
     placement_ = std::move(p->placement);
     listener_placement_.clear();
-    if (p->tables)
+    route_placement_.clear();
+    if (p->tables) {
         listener_placement_ = p->tables->listener_placement;
+        route_placement_ = p->tables->placement;
+    }
     apply_log_level(rt_->policy().daemon.log_level);
     if (dp_)
         dp_->set_access_log_sample(rt_->policy().daemon.access_log_sample);
@@ -707,6 +733,21 @@ control::StatusInfo Daemon::status()
 
 std::vector<control::RouteInfo> Daemon::routes() { return placement_; }
 
+std::map<std::string, std::map<std::string, uint64_t>> Daemon::kernel_denials_by_rule()
+{
+    auto out = kernel_rule_totals_;
+    if (!dp_)
+        return out;
+    for (uint32_t gen : {0u, 1u}) {
+        const auto& rules = gen_rules_[gen];
+        const auto denied = dp_->rule_denials(gen, static_cast<uint32_t>(rules.size()), false);
+        for (size_t b = 0; b < denied.size(); b++)
+            if (denied[b])
+                out[rules[b].first][rules[b].second] += denied[b];
+    }
+    return out;
+}
+
 control::StatsSnapshot Daemon::stats()
 {
     static const char* const counter_names[] = {L7_COUNTER_NAMES};
@@ -744,6 +785,7 @@ control::StatsSnapshot Daemon::stats()
     }
     const auto& user = server_->user_counters();
     const auto& extras = server_->user_extras();
+    const auto kernel_denials = kernel_denials_by_rule();
     out.user_latency_bounds.assign(std::begin(proxy::kUserLatencyBounds), std::end(proxy::kUserLatencyBounds));
     for (size_t r = 0; r < pol.routes.size(); r++) {
         control::RouteStats rs;
@@ -755,6 +797,16 @@ control::StatsSnapshot Daemon::stats()
         rs.requests_kernel = all.requests;
         rs.kernel_codes = control::kernel_codes(all.status, all.codes);
         rs.direct_responses = all.direct_responses;
+        rs.rbac_denied = all.rbac_denied;
+        std::map<std::string, uint64_t> denied_by_rule;
+        if (auto it = kernel_denials.find(rs.name); it != kernel_denials.end())
+            denied_by_rule = it->second;
+        // the kernel's denials by the route's default action: those no rule decided
+        uint64_t by_rules = 0;
+        for (const auto& [rule, n] : denied_by_rule)
+            by_rules += n;
+        if (all.rbac_denied > by_rules)
+            denied_by_rule["default"] += all.rbac_denied - by_rules;
         if (auto it = user.find(rs.name); it != user.end()) {
             rs.requests_user = it->second.requests;
             all += it->second;
@@ -762,9 +814,9 @@ control::StatsSnapshot Daemon::stats()
         if (auto it = extras.find(rs.name); it != extras.end()) {
             rs.jwt_missing = it->second.jwt_missing;
             rs.jwt_invalid = it->second.jwt_invalid;
-            rs.rbac_denied = it->second.rbac_denied;
-            rs.rbac_denied_by_rule.assign(it->second.rbac_denied_by_rule.begin(),
-                                          it->second.rbac_denied_by_rule.end());
+            rs.rbac_denied += it->second.rbac_denied;
+            for (const auto& [rule, n] : it->second.rbac_denied_by_rule)
+                denied_by_rule[rule] += n;
             rs.rate_limited = it->second.rate_limited;
             rs.direct_responses += it->second.direct_responses;
             rs.user_latency.assign(std::begin(it->second.latency.buckets), std::end(it->second.latency.buckets));
@@ -772,6 +824,7 @@ control::StatsSnapshot Daemon::stats()
             for (const auto& [code, n] : it->second.codes)
                 rs.user_codes.emplace_back(std::to_string(code), n);
         }
+        rs.rbac_denied_by_rule.assign(denied_by_rule.begin(), denied_by_rule.end());
         if (rs.user_latency.empty())
             rs.user_latency.assign(out.user_latency_bounds.size() + 1, 0);
         for (int j = 0; j < L7_STATUS_CLASSES; j++)
@@ -905,8 +958,7 @@ control::ExplainOutcome Daemon::explain(const std::string& request_json)
     control::ExplainPlacement where;
     if (dp_) {
         where.source = "l7fastd";
-        for (const auto& r : placement_)
-            where.routes.push_back({r.kernel, r.reason});
+        where.routes = route_placement_;
         where.listeners = listener_placement_;
     }
     control::ExplainContext context;

@@ -109,6 +109,7 @@ private:
     std::shared_ptr<const proxy::PolicyRuntime> rt_;
     std::vector<control::RouteInfo> placement_;
     std::vector<policy::ListenerPlacement> listener_placement_;  // the data plane's, when it runs
+    std::vector<policy::RoutePlacement> route_placement_;        // the compiler's, when the data plane runs
     std::string degraded_reason_;
     std::string last_reload_error_;
     uint64_t reloads_ok_ = 0, reloads_failed_ = 0;
@@ -127,6 +128,14 @@ private:
     std::map<std::string, dataplane::RouteCounters> kernel_totals_;
     // route names per generation slot, to fold counters under the right name
     std::vector<std::string> gen_routes_[L7_GENS];
+    // per generation slot, the (route, rule) name of each kernel RBAC rule
+    // bit: the kernel counts its denials by bit (l7_rule_denied)
+    std::vector<std::pair<std::string, std::string>> gen_rules_[L7_GENS];
+    // the kernel's RBAC denials of earlier generations: route -> rule -> n
+    std::map<std::string, std::map<std::string, uint64_t>> kernel_rule_totals_;
+    // the kernel's RBAC denials by rule name for each route, live and
+    // earlier generations together
+    std::map<std::string, std::map<std::string, uint64_t>> kernel_denials_by_rule();
     int exit_status_ = 0;
 };
 

@@ -1,11 +1,12 @@
-"""Direct responses answered by the kernel (SK_MSG, local clients): the
-same byte sequences are sent to a daemon with the data plane and to one
-with kernel_dataplane = false; both must send back exactly the same bytes
-and close (or keep) the connection alike, while the data-plane daemon
-answers in the kernel every request it can: one whole request per message
-that does not ask to close. The rest goes to the slow path, counted by
-reason (answer_close, pipelined, too_big, route_user, answer_remote), and
-still gets the same bytes."""
+"""Direct responses and RBAC denials answered by the kernel (SK_MSG, local
+clients): the same byte sequences are sent to a daemon with the data plane
+and to one with kernel_dataplane = false; both must send back exactly the
+same bytes and close (or keep) the connection alike, while the data-plane
+daemon answers in the kernel every request it can: one whole request per
+message that does not ask to close. The rest goes to the slow path, counted
+by reason (answer_close, pipelined, too_big, route_user, answer_remote,
+rbac_deny), and still gets the same bytes. Both count a denial under the
+rule that decided it."""
 import socket
 import time
 
@@ -46,6 +47,29 @@ direct_response = {{ status = 301, headers = [ {{ name = "Location", value = "/n
 name = "long"
 match = {{ path_prefix = "/long" }}
 direct_response = {{ status = 200, body = "{LONG_BODY}" }}
+[[route]]
+name = "guarded"
+cluster = "app"
+match = {{ path_prefix = "/guarded" }}
+[route.rbac]
+mode = "first_match"
+default = "deny"
+deny_status = 418
+deny_body = "no tea for you\\n"
+rules = [
+  {{ action = "allow", method = ["GET"] }},
+  {{ name = "admins-only", action = "deny", path_prefix = "/guarded/admin" }},
+]
+[[route]]
+name = "fenced"
+cluster = "app"
+match = {{ path_prefix = "/fenced" }}
+[route.rbac]
+mode = "deny_overrides"
+rules = [
+  {{ action = "allow", method = ["GET"] }},
+  {{ name = "blocked", action = "deny", headers = [ {{ name = "x-block", present = true }} ] }},
+]
 [[route]]
 name = "app"
 cluster = "app"
@@ -234,3 +258,108 @@ def test_a_remote_request_with_connection_close(pair):
     got, closed, before, after = both(pair, [req], len(close_form), local=False)
     assert got == close_form and closed
     assert handed(before, after, "answer_close") == 1
+
+
+TEA = b"HTTP/1.1 418 \r\ncontent-type: text/plain\r\ncontent-length: 15\r\n\r\nno tea for you\n"
+FORBIDDEN = b"HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\ncontent-length: 10\r\n\r\nforbidden\n"
+# (method, path, headers, body, the denial or None when allowed, deciding rule)
+RBAC_CASES = [
+    ("DELETE", "/guarded/x", None, None, TEA, "default"),
+    ("POST", "/guarded/admin/1", None, b"abc", TEA, "admins-only"),
+    ("GET", "/guarded/admin/2", None, None, None, None),   # the allow rule comes first
+    ("HEAD", "/guarded/x", None, None, TEA[:-15], "default"),  # HEAD is not GET: the head alone
+    ("GET", "/fenced/x", {"X-Block": "1"}, None, FORBIDDEN, "blocked"),
+    ("GET", "/fenced/y", None, None, None, None),
+    ("PUT", "/fenced/z", None, b"", None, None),           # no rule holds: default allow
+]
+
+
+def rbac_figures(side):
+    st = side.env.stats()["routes"]
+    return {r: (st[r]["requests_kernel"], st[r]["requests_user"], st[r]["rejected"]["rbac_denied"],
+                dict(st[r]["rbac_denied_by_rule"])) for r in ("guarded", "fenced")}
+
+
+def rbac_moved(before, after):
+    out = {}
+    for r in before:
+        b, a = before[r], after[r]
+        out[r] = (a[0] - b[0], a[1] - b[1], a[2] - b[2],
+                  {k: v - b[3].get(k, 0) for k, v in a[3].items() if v != b[3].get(k, 0)})
+    return out
+
+
+def rbac_exchange(side, local):
+    """RBAC_CASES on one keep-alive connection, each sent once the previous
+    answer arrived: what came back (denials whole, allowed ones by status
+    and the path the backend saw) and the figures that moved."""
+    before_c = side.env.daemon.counters() if side.dataplane else {}
+    before = rbac_figures(side)
+    c = side.env.client(side.port, local)
+    got = []
+    try:
+        for method, path, headers, body, _, _ in RBAC_CASES:
+            c.request(method, path, headers=headers, body=body)
+            r = c.read_response(head_request=method == "HEAD")
+            got.append(r.raw_head + r.body if r.status != 200 else (r.status, r.json()["path"]))
+    finally:
+        c.close()
+    after_c = side.env.daemon.counters() if side.dataplane else {}
+    handed = {k: v - before_c.get(k, 0) for k, v in after_c.items()
+              if k.startswith("to_slow_path_") and v != before_c.get(k, 0)}
+    return got, rbac_moved(before, rbac_figures(side)), handed
+
+
+def rbac_expected():
+    want = [d if d is not None else (200, p) for _, p, _, _, d, _ in RBAC_CASES]
+    by_rule = {"guarded": {}, "fenced": {}}
+    for _, path, _, _, denial, rule in RBAC_CASES:
+        if denial is not None:
+            route = path.split("/")[1]
+            by_rule[route][rule] = by_rule[route].get(rule, 0) + 1
+    return want, by_rule
+
+
+def test_rbac_denials_are_sent_by_the_kernel(pair):
+    """A local client's denials are the kernel's to send: the bytes of the
+    slow path's answer (the route's deny_status and deny_body, the head
+    alone for HEAD), counted as kernel requests of the route and under the
+    rule that decided, as the slow path counts them; the connection goes on
+    and its allowed requests are forwarded in the kernel. A reload keeps
+    the counts (the kernel's by-rule counters are folded by name)."""
+    want, by_rule = rbac_expected()
+    k, u = pair["kernel"], pair["user"]
+    got_k, moved_k, handed_k = rbac_exchange(k, True)
+    got_u, moved_u, _ = rbac_exchange(u, True)
+    assert got_k == want and got_u == want
+    denied = {r: sum(by_rule[r].values()) for r in by_rule}
+    cases = {r: sum(1 for _, p, _, _, _, _ in RBAC_CASES if p.startswith("/" + r)) for r in by_rule}
+    assert moved_k == {r: (cases[r], 0, denied[r], by_rule[r]) for r in by_rule}
+    assert moved_u == {r: (0, cases[r], denied[r], by_rule[r]) for r in by_rule}
+    assert handed_k == {}
+    before = rbac_figures(k)
+    k.env.daemon.reload()
+    assert rbac_figures(k) == before
+
+
+def test_remote_clients_get_the_same_denials_from_the_slow_path(pair):
+    """A remote client's denial (SK_SKB cannot change an skb's length): the
+    slow path sends it, with the same bytes and counts (answer_remote)."""
+    want, by_rule = rbac_expected()
+    k, u = pair["kernel"], pair["user"]
+    got_k, moved_k, handed_k = rbac_exchange(k, False)
+    got_u, moved_u, _ = rbac_exchange(u, False)
+    assert got_k == want and got_u == want
+    denied = {r: sum(by_rule[r].values()) for r in by_rule}
+    cases = {r: sum(1 for _, p, _, _, _, _ in RBAC_CASES if p.startswith("/" + r)) for r in by_rule}
+    assert moved_k == {r: (cases[r] - denied[r], denied[r], denied[r], by_rule[r]) for r in by_rule}
+    assert moved_u == {r: (0, cases[r], denied[r], by_rule[r]) for r in by_rule}
+    assert handed_k == {"to_slow_path_answer_remote": sum(denied.values())}
+
+
+def test_a_denial_asking_to_close_is_sent_by_the_slow_path(pair):
+    req = make_request("DELETE", "/guarded/c", {"Connection": "close"})
+    close_form = TEA.replace(b"content-length: 15\r\n", b"content-length: 15\r\nconnection: close\r\n")
+    got, closed, before, after = both(pair, [req], len(close_form))
+    assert got == close_form and closed
+    assert handed(before, after, "rbac_deny") == 1

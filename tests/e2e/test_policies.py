@@ -165,7 +165,9 @@ from = {{ cookie = "token" }}
 require_exp = false
 
 # RBAC the kernel evaluates (placed in the kernel when the data plane is
-# loaded): the same semantics, the denials answered by the slow path. First,
+# loaded): the same semantics as rbac-first / rbac-deny below, the denials
+# answered by the kernel for local clients (by the slow path for remote
+# ones), byte for byte the slow path's. First,
 # so that no user-space route with a condition the kernel tables hold as
 # "any" is a candidate before them.
 [[route]]
@@ -770,8 +772,10 @@ def moved_counters(before, after):
 def kernel_rbac(w, route, cases, local):
     """Each case on a fresh connection (so the kernel decides each one):
     (method, path, headers, body, status, response body or None). Allowed
-    requests must be forwarded by the kernel, denied ones handed to the
-    slow path (to_slow_path_rbac_deny), which answers them."""
+    requests must be forwarded by the kernel; denied ones answered by the
+    kernel for a local client (SK_MSG: the message becomes the denial), by
+    the slow path for a remote one (to_slow_path_answer_remote: an skb
+    cannot change length)."""
     st0 = w.env.stats()
     for method, path, headers, body, status, rbody in cases:
         c = connect(w, local)
@@ -794,23 +798,27 @@ def kernel_rbac(w, route, cases, local):
     if w.dataplane:
         assert st1["routes"][route]["placement"] == "kernel"
         why = moved_counters(st0, st1)
-        assert d == {"requests_kernel": allowed, "requests_user": denied}, (d, why)
-        slow = st1["counters"]["to_slow_path_rbac_deny"] - st0["counters"]["to_slow_path_rbac_deny"]
-        assert slow == denied
+        if local:
+            assert d == {"requests_kernel": len(cases), "requests_user": 0}, (d, why)
+            assert "to_slow_path_rbac_deny" not in why, why
+        else:
+            assert d == {"requests_kernel": allowed, "requests_user": denied}, (d, why)
+            assert why.get("to_slow_path_answer_remote") == denied, why
     else:
         assert d == {"requests_kernel": 0, "requests_user": len(cases)}, d
 
 
 def kernel_share_of(statuses, pipelined, local):
     """How many of one connection's requests (their statuses, in order) the
-    kernel forwards, connect() having made the pool warm. One by one: every
+    kernel takes, connect() having made the pool warm. One by one: a local
+    client's every one (the kernel answers denials), a remote client's every
     allowed one (after a denial the slow path answers, the kernel takes the
     next request again: test_back_in_the_kernel_after_a_slow_path_answer).
     In one write: a local client's first, if allowed (SK_MSG limits the
     verdict to it; the rest is pipelined, the slow path's), none of a remote
     client's (an skb cannot be split: ARCHITECTURE.md section 7.5)."""
     if not pipelined:
-        return statuses.count(200)
+        return len(statuses) if local else statuses.count(200)
     return 1 if local and statuses[0] == 200 else 0
 
 
@@ -889,7 +897,8 @@ def test_rbac_deny_overrides_in_the_kernel(w, local):
 @pytest.mark.parametrize("local", [True, False], ids=["local", "remote"])
 def test_back_in_the_kernel_after_a_slow_path_answer(w, local):
     """A keep-alive connection alternating a request the slow path answers
-    (RBAC denial) with one the kernel may forward: the daemon publishes what
+    (an RBAC denial of a user-space route) with one the kernel may forward:
+    the daemon publishes what
     it consumed and is about to write before it writes its answer
     (l7_conn_sync), and the kernel compares that with the client socket's
     own sequence numbers. A client that reads each answer before it sends
@@ -902,7 +911,7 @@ def test_back_in_the_kernel_after_a_slow_path_answer(w, local):
     c = connect(w, local)
     try:
         for i in range(pairs):
-            c.request("GET", f"/rbac/kdeny/admin/{i}")
+            c.request("GET", f"/rbac/deny/admin/{i}")
             assert c.read_response().status == 403
             c.request("GET", f"/rbac/kdeny/ok/{i}")
             r = c.read_response()
@@ -912,12 +921,12 @@ def test_back_in_the_kernel_after_a_slow_path_answer(w, local):
     after = w.env.stats()
     moved = moved_counters(before, after)
     kernel = after["routes"]["rbac-k-deny"]["requests_kernel"] - before["routes"]["rbac-k-deny"]["requests_kernel"]
-    rejected = (after["routes"]["rbac-k-deny"]["rejected"]["rbac_denied"]
-                - before["routes"]["rbac-k-deny"]["rejected"]["rbac_denied"])
+    rejected = (after["routes"]["rbac-deny"]["rejected"]["rbac_denied"]
+                - before["routes"]["rbac-deny"]["rejected"]["rbac_denied"])
     assert rejected == pairs, json.dumps(moved, sort_keys=True)
     assert kernel == pairs, \
         f"{kernel} of {pairs} allowed requests in the kernel; counters moved: {json.dumps(moved, sort_keys=True)}"
-    assert moved.get("to_slow_path_rbac_deny") == pairs and "to_slow_path_user_pending" not in moved, moved
+    assert moved.get("to_slow_path_route_user") == pairs and "to_slow_path_user_pending" not in moved, moved
 
 
 def route_stats(w, route="rbac-k-deny"):
@@ -942,8 +951,9 @@ def test_response_order_when_the_client_reads_late(w, local, first):
             # the next request leaves once the answer is written (and so
             # published), and before the client read it
             if first == "slow-path answer":
-                c.request("GET", f"/rbac/kdeny/admin/{i}")
-                assert wait_until(lambda: route_stats(w)["rejected"]["rbac_denied"] > st["rejected"]["rbac_denied"],
+                denied = route_stats(w, "rbac-deny")["rejected"]["rbac_denied"]
+                c.request("GET", f"/rbac/deny/admin/{i}")
+                assert wait_until(lambda: route_stats(w, "rbac-deny")["rejected"]["rbac_denied"] > denied,
                                   interval=0.02), "the denial was not answered"
                 # nothing else is due: readable means the denial's bytes are here
                 assert select.select([c.sock], [], [], LIVENESS)[0], "the denial did not arrive"

@@ -102,9 +102,12 @@ int match_diff(const uint8_t* data, size_t size)
         FUZZ_CHECK(expected && static_cast<int>(*expected) == d.route);
         const Route& route = policy.routes[d.route];
         // the kernel's RBAC pass decides as semantics/Rbac does
-        if (route.rbac)
-            FUZZ_CHECK(evaluate(*route.rbac, view, nullptr).allowed == (d.verdict == Verdict::Kernel));
-        else
+        if (route.rbac) {
+            const RbacDecision ref = evaluate(*route.rbac, view, nullptr);
+            FUZZ_CHECK(ref.allowed == (d.verdict == Verdict::Kernel));
+            // a denial the kernel answers names the rule that decided
+            FUZZ_CHECK(!d.answered || d.rbac_rule == ref.rule);
+        } else
             FUZZ_CHECK(d.verdict == Verdict::Kernel);
         if (d.verdict == Verdict::RbacDeny)
             break;

@@ -27,6 +27,7 @@ namespace {
 
 // enum l7_decision_kind (bpf/lib/decide.h)
 constexpr uint32_t kDecisionKernel = 0;
+constexpr uint32_t kDecisionAnswer = 2;  // L7_D_ANSWER
 
 }  // namespace
 
@@ -123,8 +124,11 @@ Decision BpfDecider::decide(std::string_view request, uint32_t listener, const s
         d.route = static_cast<int>(o.route_key % L7_MAX_ROUTES);
     if (o.kind == kDecisionKernel || (o.reason == L7_R_POOL_MISS && o.pool[0] != kNoPool))
         d.verdict = Verdict::Kernel;  // routed and picked: the harness's pools have no connection to claim
-    else if (o.reason == L7_R_RBAC_DENY)
+    else if (o.reason == L7_R_RBAC_DENY) {
         d.verdict = Verdict::RbacDeny;
+        d.answered = o.kind == kDecisionAnswer;
+        d.rbac_rule = o.rbac_rule == L7_NO_RULE ? -1 : static_cast<int>(o.rbac_rule);
+    }
     else if (o.reason == L7_R_NO_ROUTE)
         d.verdict = Verdict::NoRoute;
     else

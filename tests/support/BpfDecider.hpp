@@ -26,7 +26,7 @@ enum class Verdict {
     Kernel,    // the kernel forwards it (RBAC, if any, allowed it) to the pool picked
     NoRoute,
     SlowPath,  // handed to the slow path (`reason` says why)
-    RbacDeny,  // the kernel's rules pass denied: the slow path answers
+    RbacDeny,  // the kernel's rules pass denied (or could not decide)
 };
 
 struct Decision {
@@ -34,6 +34,10 @@ struct Decision {
     int route = -1;       // once routed
     uint32_t reason = 0;  // enum l7_reason
     std::array<uint32_t, kPicks> pools{};  // pool of each pick, kNoPool: none
+    // RbacDeny: the kernel answers the denial itself (the route's resp_deny),
+    // decided by the route's rule `rbac_rule` (-1: its default action)
+    bool answered = false;
+    int rbac_rule = -1;
 };
 
 // The inputs the harness takes from the test instead of the kernel, per

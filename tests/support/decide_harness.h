@@ -27,7 +27,8 @@ struct dh_out {
 	__u32 reason;      /* enum l7_reason of a hand-over */
 	__u32 route_key;   /* gen * L7_MAX_ROUTES + route, once routed */
 	__u32 route_flags;
-	__u32 pad;
+	__u32 rbac_rule;   /* a denial the kernel answers: the deciding rule's
+			    * position in its route; 0xffffffff: the default */
 	__u32 pool[DH_PICKS]; /* pool of pick i; 0xffffffff: none */
 };
 

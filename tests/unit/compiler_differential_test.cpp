@@ -404,6 +404,7 @@ std::string describe_rbac(const Rbac& rb)
 struct Tally {
     size_t kernel = 0, no_route = 0, slow = 0;
     size_t rbac_allowed = 0, rbac_denied = 0;  // kernel RBAC decisions
+    size_t rbac_answered = 0;                  // of rbac_denied: answered by the kernel
     size_t slow_beyond_kernel_routes = 0;  // slow path, Router picks a route the kernel has no bit for
 };
 
@@ -469,6 +470,15 @@ bool check_policy(const Policy& policy, const CompiledTables& t, BpfDecider& ker
                                   << ", Rbac::evaluate " << (ref.allowed ? "allows" : "denies") << " (rule "
                                   << ref.rule << ")\nrequest " << rq.str() << "rules:\n"
                                   << describe_rbac(*route.rbac);
+                    return false;
+                }
+                // a denial the kernel answers counts under the rule that
+                // decided, as the slow path's does
+                tally.rbac_answered += d.answered;
+                if (d.answered && d.rbac_rule != ref.rule) {
+                    ADD_FAILURE() << "route " << d.route << ": the kernel's denial names rule " << d.rbac_rule
+                                  << ", Rbac::evaluate's rule " << ref.rule << "\nrequest " << rq.str()
+                                  << "rules:\n" << describe_rbac(*route.rbac);
                     return false;
                 }
             } else if (d.verdict == Verdict::RbacDeny) {
@@ -553,12 +563,13 @@ void run(const char* label, uint64_t seed, size_t policies, size_t requests, Gen
     }
     const double total = static_cast<double>(policies * requests);
     std::printf("%s: %zu requests: %zu kernel, %zu no route, %zu slow path; %zu of %zu routes in user space; "
-                "kernel RBAC: %zu allowed, %zu denied\n",
+                "kernel RBAC: %zu allowed, %zu denied (%zu answered by the kernel)\n",
                 label, tally.kernel + tally.no_route + tally.slow, tally.kernel, tally.no_route, tally.slow, user_routes,
-                routes, tally.rbac_allowed, tally.rbac_denied);
+                routes, tally.rbac_allowed, tally.rbac_denied, tally.rbac_answered);
     if (shape.rbac > 0) {
         EXPECT_GE(tally.rbac_allowed, coverage.kernel * total / 4) << label;
         EXPECT_GE(tally.rbac_denied, coverage.kernel * total / 4) << label;
+        EXPECT_GE(tally.rbac_answered, tally.rbac_denied / 2) << label;
     }
     EXPECT_GE(tally.kernel, coverage.kernel * total) << label;
     EXPECT_GE(tally.no_route, coverage.no_route * total) << label;

@@ -16,6 +16,7 @@
 #include "lb/KeyHash.hpp"
 #include "common/KernelHash.hpp"
 #include "compiler/PolicyCompiler.hpp"
+#include "semantics/Responses.hpp"
 #include "loader/PolicyLoader.hpp"
 
 using namespace l7fast::policy;
@@ -821,6 +822,32 @@ TEST(CompilerTables, FeaturesWithoutKernelSupportGoToUserSpace)
         const CompiledTables t = compile_policy(p, pools);
         EXPECT_TRUE(t.placement[0].kernel) << t.placement[0].reason;
         EXPECT_TRUE(t.routes[0].flags & L7_RF_RBAC);
+        // its denial is the kernel's to send: the slow path's keep-alive bytes
+        ASSERT_EQ(t.routes[0].resp_deny, 0u);
+        ASSERT_EQ(t.responses.size(), 1u);
+        const std::string want = "HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\ncontent-length: 10\r\n\r\n"
+                                 "forbidden\n";
+        EXPECT_EQ(rbac_denied(*p.routes[0].rbac, false).bytes, want);
+        const l7_response& r = t.responses[0];
+        EXPECT_EQ(std::string(reinterpret_cast<const char*>(r.bytes), r.len), want);
+        EXPECT_EQ(r.head_len, want.size() - 10);
+        EXPECT_EQ(r.status, 403);
+    }
+    // a denial too long for the kernel is the slow path's; the route, and
+    // the decision, stay in the kernel
+    {
+        Policy p = base;
+        p.routes[0].rbac = Rbac{};
+        p.routes[0].rbac->deny_status = 451;
+        p.routes[0].rbac->deny_body = std::string(L7_MAX_RESP_BYTES, 'x');
+        p.routes[0].rbac->rules.push_back({"r0", RbacRule::Action::Deny, {}, {}});
+        p.routes[0].rbac->rules[0].when.methods = {"DELETE"};
+        PoolIds pools;
+        const CompiledTables t = compile_policy(p, pools);
+        EXPECT_TRUE(t.placement[0].kernel) << t.placement[0].reason;
+        EXPECT_TRUE(t.routes[0].flags & L7_RF_RBAC);
+        EXPECT_EQ(t.routes[0].resp_deny, L7_RESP_NONE);
+        EXPECT_TRUE(t.responses.empty());
     }
     // a path_regex route admits every path in the tables (a superset), even
     // when its pattern's length is a prefix length of the policy: compiled
@@ -931,7 +958,7 @@ default = "deny"
     EXPECT_EQ(t.routes[1].flags, L7_RF_VALID | L7_RF_KERNEL | L7_RF_RBAC | L7_RF_RBAC_DEFAULT_DENY);
     EXPECT_EQ(t.routes[1].rule_first, 0u);
     EXPECT_EQ(t.routes[1].rule_count, 3u);
-    EXPECT_EQ(t.routes[1].resp_deny, L7_RESP_NONE);
+    EXPECT_EQ(t.routes[1].resp_deny, 0u);
 
     // a rule the kernel cannot evaluate: the whole route, rules not compiled
     EXPECT_FALSE(t.placement[2].kernel);

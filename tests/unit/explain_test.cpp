@@ -301,7 +301,18 @@ TEST_F(ExplainTest, RbacNamesTheDecidingRule)
     const Explained p = run(post);
     EXPECT_EQ(p.at("response.status"), "403");
     EXPECT_EQ(p.at("response.reason"), "rbac_denied:default");
-    EXPECT_EQ(p.at("plane.reason"), "to_slow_path_rbac_deny");
+    // a kernel route's denial is the kernel's to send, to local clients
+    EXPECT_EQ(p.at("plane.plane"), "kernel");
+    EXPECT_EQ(p.at("plane.reason"), "null");
+    EXPECT_EQ(p.at("plane.remote_clients"),
+              "user (to_slow_path_answer_remote: the kernel answers local clients only)");
+    // ... in its keep-alive form only
+    post.headers.push_back({"Connection", "close"});
+    const Explained c = run(post);
+    EXPECT_EQ(c.at("response.status"), "403");
+    EXPECT_EQ(c.at("plane.reason"), "to_slow_path_rbac_deny");
+    EXPECT_EQ(c.at("plane.why"), "RBAC denies and the request asks to close the connection: the slow path "
+                                 "answers 403 with connection: close");
     EXPECT_NE(g.json().find(R"("stage":"rbac","mode":"first_match","rule":"readers","allowed":true)"),
               std::string::npos)
         << g.json();
@@ -436,6 +447,6 @@ TEST_F(ExplainTest, TextNamesTheRouteTheStagesAndThePlane)
     EXPECT_NE(text.find("Route:     rbac\n"), std::string::npos) << text;
     EXPECT_NE(text.find("  rbac        first_match: rule default denies\n"), std::string::npos) << text;
     EXPECT_NE(text.find("Response:  403 from l7fast (rbac_denied:default)\n"), std::string::npos) << text;
-    EXPECT_NE(text.find("Handled:   user (to_slow_path_rbac_deny): RBAC denies"), std::string::npos) << text;
+    EXPECT_NE(text.find("Handled:   kernel: "), std::string::npos) << text;
     EXPECT_FALSE(render_explain_text("not json", &text, &error));
 }

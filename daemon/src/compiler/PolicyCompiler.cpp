@@ -471,21 +471,26 @@ private:
         }
     }
 
-    // The kernel sends the keep-alive form, byte for byte the slow path's.
-    static void shape_direct_response(const DirectResponse& direct, RouteShape& s)
+    // An answer the kernel sends: the keep-alive form, byte for byte the
+    // slow path's (semantics/Responses); nothing when it does not fit.
+    static std::optional<l7_response> kernel_response(const LocalResponse& resp, int status)
     {
-        const LocalResponse resp = direct_response(direct, false);
-        if (resp.bytes.size() > L7_MAX_RESP_BYTES) {
-            s.reasons.add("direct responses over " + std::to_string(L7_MAX_RESP_BYTES) +
-                          " bytes are sent from user space");
-            return;
-        }
+        if (resp.bytes.size() > L7_MAX_RESP_BYTES)
+            return std::nullopt;
         l7_response out{};
         out.len = static_cast<__u32>(resp.bytes.size());
         out.head_len = static_cast<__u16>(resp.head_size);
-        out.status = static_cast<__u16>(direct.status);
+        out.status = static_cast<__u16>(status);
         std::memcpy(out.bytes, resp.bytes.data(), resp.bytes.size());
-        s.response = out;
+        return out;
+    }
+
+    static void shape_direct_response(const DirectResponse& direct, RouteShape& s)
+    {
+        s.response = kernel_response(direct_response(direct, false), direct.status);
+        if (!s.response)
+            s.reasons.add("direct responses over " + std::to_string(L7_MAX_RESP_BYTES) +
+                          " bytes are sent from user space");
     }
 
     void shape_targets(const Route& route, RouteShape& s)
@@ -798,11 +803,19 @@ private:
                 out.resp_direct = static_cast<__u32>(t.responses.size());
                 t.responses.push_back(*s.response);
             }
-            out.resp_deny = L7_RESP_NONE;  // the slow path answers denials
+            out.resp_deny = L7_RESP_NONE;
             out.resp_no_token = L7_RESP_NONE;
             if (placement.kernel && s.rule_first) {
                 const Rbac& rbac = *p_.routes[r].rbac;
                 out.flags |= L7_RF_RBAC;
+                // the kernel answers denials when the answer fits; else
+                // the slow path does (the route stays in the kernel)
+                auto deny = kernel_response(rbac_denied(rbac, false), rbac.deny_status);
+                if (deny && t.responses.size() < L7_MAX_RESPONSES) {
+                    out.resp_deny = static_cast<__u32>(t.responses.size());
+                    t.responses.push_back(*deny);
+                    placement.kernel_denials = true;
+                }
                 if (rbac.mode == Rbac::Mode::DenyOverrides)
                     out.flags |= L7_RF_RBAC_DENY_OVERRIDES;
                 if (rbac.default_action == RbacRule::Action::Deny)

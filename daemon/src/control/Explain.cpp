@@ -555,8 +555,19 @@ std::optional<std::string> Explainer::run(const ExplainRequest& req, std::string
             .field("rule", v.rbac_rule >= 0 ? proxy::rbac_rule_name(route, v) : std::string("default"))
             .field("allowed", allowed)
             .end_object();
-        if (!allowed)
-            user_plane("rbac_deny", "RBAC denies: the slow path answers " + std::to_string(route.rbac->deny_status));
+        const std::string deny = std::to_string(route.rbac->deny_status);
+        const bool kernel_sends = ri < placement_.routes.size() && placement_.routes[ri].kernel_denials;
+        if (!allowed && !kernel_sends)
+            user_plane("rbac_deny", "RBAC denies: the slow path answers " + deny + " (a denial over " +
+                                        std::to_string(L7_MAX_RESP_BYTES) + " bytes, or beyond the kernel's " +
+                                        std::to_string(L7_MAX_RESPONSES) + " answers)");
+        if (!allowed && kernel_sends) {
+            // the kernel sends the denial (l7_g_decide), in its keep-alive form only
+            if (m.flags & L7_MF_CLOSE)
+                user_plane("rbac_deny", "RBAC denies and the request asks to close the connection: the slow "
+                                        "path answers " + deny + " with connection: close");
+            plane.answered = true;
+        }
     }
     const bool passed = v.kind == proxy::Verdict::Kind::Forward || v.kind == proxy::Verdict::Kind::Direct;
     if (passed && route.rate_limit) {

@@ -117,6 +117,7 @@ RouteCounters& RouteCounters::operator+=(const RouteCounters& o)
     for (int i = 0; i < L7_LAT_BUCKETS; i++)
         latency[i] += o.latency[i];
     direct_responses += o.direct_responses;
+    rbac_denied += o.rbac_denied;
     return *this;
 }
 

@@ -32,6 +32,7 @@ struct RouteCounters {
     uint64_t bytes_in = 0, bytes_out = 0;
     uint64_t latency[L7_LAT_BUCKETS] = {};  // l7_lat_bucket
     uint64_t direct_responses = 0;          // of `requests`: answered with the route's direct response
+    uint64_t rbac_denied = 0;               // of `requests`: answered with the route's RBAC denial
 
     RouteCounters& operator+=(const RouteCounters& o);
     // One response: its status, bytes sent to the client and the time since

@@ -896,6 +896,25 @@ RouteCounters Dataplane::route_counters(uint32_t gen, uint32_t route) const
         for (int i = 0; i < L7_LAT_BUCKETS; i++)
             out.latency[i] += s.latency[i];
         out.direct_responses += s.direct_responses;
+        out.rbac_denied += s.rbac_denied;
+    }
+    return out;
+}
+
+std::vector<uint64_t> Dataplane::rule_denials(uint32_t gen, uint32_t n_rules, bool drain)
+{
+    const int fd = bpf_map__fd(skel_->maps.l7_rule_denied);
+    std::vector<uint64_t> out(std::min<uint32_t>(n_rules, L7_MAX_RULES), 0);
+    std::vector<uint64_t> per(ncpus_);
+    const std::vector<uint64_t> zero(ncpus_, 0);
+    for (uint32_t i = 0; i < out.size(); i++) {
+        uint32_t k = gen * L7_MAX_RULES + i;
+        if (bpf_map_lookup_elem(fd, &k, per.data()) != 0)
+            continue;
+        for (uint64_t v : per)
+            out[i] += v;
+        if (drain && out[i])
+            bpf_map_update_elem(fd, &k, zero.data(), BPF_ANY);
     }
     return out;
 }

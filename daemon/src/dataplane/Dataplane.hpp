@@ -113,6 +113,9 @@ public:
     uint32_t active_gen() const { return active_gen_; }
     // Adds the counters of `gen` to `out` (by route index) and zeroes them.
     void drain_route_counters(uint32_t gen, uint32_t n_routes, std::vector<RouteCounters>& out);
+    // The kernel's RBAC denials of generation `gen` by deciding rule (rule
+    // bits 0..n_rules-1, l7_rule_denied); `drain` zeroes what it read.
+    std::vector<uint64_t> rule_denials(uint32_t gen, uint32_t n_rules, bool drain);
     void set_enabled(bool on);
     void set_ingress_budget(uint32_t bytes);
     // daemon.access_log_sample: an L7_EV_ACCESS event for one kernel response

@@ -85,7 +85,7 @@ void TableWriter::write(const policy::CompiledTables& t, std::span<const uint32_
         uint32_t k = gen * L7_MAX_ROUTES + route;
         update_or_throw(maps_.mutations, &k, &m, "l7_mutations");
     }
-    // read only for routes with L7_RF_DIRECT, at their resp_direct
+    // read only at a route's resp_direct (L7_RF_DIRECT) or resp_deny
     for (uint32_t i = 0; i < t.responses.size() && i < L7_MAX_RESPONSES; i++) {
         uint32_t k = gen * L7_MAX_RESPONSES + i;
         update_or_throw(maps_.responses, &k, &t.responses[i], "l7_responses");

@@ -121,6 +121,12 @@ int decide(void *ctx)
 	out.route_flags = s->dec.route_flags;
 	out.pool[0] = s->dec.pool;
 	rk = s->dec.route_key;
+	out.rbac_rule = L7_NO_RULE;
+	if (s->dec.kind == L7_D_ANSWER && s->dec.answer == L7_ANS_DENY && s->dec.rbac_rule != L7_NO_RULE) {
+		r = bpf_map_lookup_elem(&l7_routes, &rk);
+		if (r)
+			out.rbac_rule = s->dec.rbac_rule % L7_MAX_RULES - r->rule_first;
+	}
 	for (i = 1; i < DH_PICKS; i++) {
 		out.pool[i] = L7_NO_POOL;
 		if (s->dec.pool == L7_NO_POOL)

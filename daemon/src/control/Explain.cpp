@@ -734,9 +734,11 @@ std::optional<std::string> Explainer::run(const ExplainRequest& req, std::string
     if (dataplane && plane.reason.empty()) {
         plane.kernel = true;
         plane.why = plane.answered
-                        ? "a kernel route, and the kernel sends its direct response itself when the request is the "
-                          "whole of one write (a body that comes later, or a pipelined request behind it, goes to "
-                          "the slow path: to_slow_path_too_big, to_slow_path_pipelined)"
+                        ? std::string("a kernel route, and the kernel sends its ") +
+                              (v.kind == proxy::Verdict::Kind::RbacDenied ? "RBAC denial" : "direct response") +
+                              " itself when the request is the whole of one write (a body that comes later, or a "
+                              "pipelined request behind it, goes to the slow path: to_slow_path_too_big, "
+                              "to_slow_path_pipelined)"
                         : "a kernel route, and nothing in the request needs the slow path (it still does when no "
                           "idle pooled connection is free: to_slow_path_pool_miss)";
     }

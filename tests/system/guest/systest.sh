@@ -275,6 +275,23 @@ for r in json.load(sys.stdin)["routes"]:
 	else
 		fail jwt-kernel-path "route api: before '$before_api', after '$after_api' (kernel user placement)"
 	fi
+	# RBAC: the kernel sends the route's denial itself (local clients):
+	# every request is the kernel's, the allowed one forwarded
+	wait_pools 1 127.0.0.1:9001 || info "pools not idle: $(tail -n 1 "$RES/commands.log")"
+	before_admin=$(route_k admin)
+	adm=""
+	for p in /admin/status /admin/users /admin/x; do
+		adm="$adm $(curl -s --max-time 5 -o "$WORK/admin.body" -w '%{http_code}' "http://$LISTEN$p")$(head -c 11 "$WORK/admin.body")"
+	done
+	after_admin=$(route_k admin)
+	read -r ka ua pa <<<"$after_admin"
+	read -r kb ub pb <<<"$before_admin"
+	if [ "$adm" = " 200alpha GET / 403admins only 403admins only" ] && [ "$pa" = kernel ] &&
+		[ $((ka - kb)) -eq 3 ] && [ $((ua - ub)) -eq 0 ]; then
+		pass rbac-kernel "GET /admin/status 200, two denials 403 sent by the kernel: kernel $kb -> $ka, user $ub -> $ua"
+	else
+		fail rbac-kernel "got '$adm'; route admin: before '$before_admin', after '$after_admin' (kernel user placement)"
+	fi
 	read -r ka ua pa <<<"$after_shard"
 	read -r kb ub pb <<<"$before_shard"
 	if [ "$pa" = kernel ] && [ $((ka - kb)) -eq 120 ] && [ $((ua - ub)) -eq 0 ]; then

@@ -1,12 +1,14 @@
 #!/usr/bin/python3
-"""What the kernel's own answers save: a route with a direct response under
-wrk (local clients in the test cgroup, 32 connections, 2 threads), answered
-by l7fastd with the data plane and by one with kernel_dataplane = false, in
-interleaved rounds; per round the requests per second, wrk's mean latency
-and l7fastd's CPU time (utime + stime from /proc) per request. Compare the
-rounds' ratios, not absolute figures (shared machines).
+"""What the kernel's own answers save: a route with a direct response
+(`direct`, the default) or an RBAC denial (`deny`: every request denied by
+a rule) under wrk (local clients in the test cgroup, 32 connections, 2
+threads), answered by l7fastd with the data plane and by one with
+kernel_dataplane = false, in interleaved rounds; per round the requests per
+second, wrk's mean latency and l7fastd's CPU time (utime + stime from
+/proc) per request. Compare the rounds' ratios, not absolute figures
+(shared machines).
 
-    scripts/bench/answers.py [ROUNDS] [SECONDS]     (root; make build first)
+    scripts/bench/answers.py [ROUNDS] [SECONDS] [direct|deny]   (root; make build first)
 """
 import os
 import re
@@ -19,7 +21,13 @@ sys.path.insert(0, str(TOP / "tests" / "e2e"))
 os.environ.setdefault("L7FAST_BUILD", str(TOP / "build"))
 
 import l7env  # noqa: E402
-import test_kernel_answers  # noqa: E402  (its policy: route "hello", a direct response)
+import test_kernel_answers  # noqa: E402  (its policy: "hello", a direct response; "fenced", RBAC)
+
+# what wrk asks for, and the route that answers: the kind of answer
+CASES = {
+    "direct": ("hello", "/hello/x", []),
+    "deny": ("fenced", "/fenced/x", ["-H", "X-Block: 1"]),  # rule "blocked": 403
+}
 
 
 def cpu_seconds(pid):
@@ -30,6 +38,10 @@ def cpu_seconds(pid):
 def main():
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
     seconds = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+    kind = sys.argv[3] if len(sys.argv) > 3 else "direct"
+    if kind not in CASES:
+        sys.exit(f"answers: unknown case {kind!r} (direct or deny)")
+    route, path, extra = CASES[kind]
     reason = l7env.skip_reason()
     if reason:
         sys.exit(f"answers: cannot run: {reason}")
@@ -47,8 +59,8 @@ def main():
                 pid = env.daemon.proc.pid
                 c0 = cpu_seconds(pid)
                 with env.local():
-                    out = subprocess.run(["wrk", "-t2", "-c32", f"-d{seconds}s", f"http://127.0.0.1:{port}/hello/x"],
-                                         capture_output=True, text=True, timeout=seconds + 60).stdout
+                    cmd = ["wrk", "-t2", "-c32", f"-d{seconds}s", *extra, f"http://127.0.0.1:{port}{path}"]
+                    out = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60).stdout
                 used = cpu_seconds(pid) - c0
                 got = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
                 lat = re.search(r"Latency\s+(\S+)", out).group(1)
@@ -60,9 +72,9 @@ def main():
         print(f"kernel / user req/s per round: {', '.join(f'{x:.2f}' for x in ratios)}")
         print(f"l7fastd CPU per request, kernel: {max(cpu['kernel']):.2f} us at most; "
               f"user: {min(cpu['user']):.2f} us at least")
-        st = sides["kernel"][0].stats()["routes"]["hello"]
-        print(f"kernel side, route hello: requests_kernel {st['requests_kernel']}, "
-              f"requests_user {st['requests_user']}")
+        st = sides["kernel"][0].stats()["routes"][route]
+        print(f"kernel side, route {route}: requests_kernel {st['requests_kernel']}, "
+              f"requests_user {st['requests_user']}, answered {dict(st['responses'])}")
     finally:
         for env, _ in sides.values():
             env.close()

@@ -310,14 +310,27 @@ def rbac_exchange(side, local):
     return got, rbac_moved(before, rbac_figures(side)), handed
 
 
-def rbac_expected():
-    want = [d if d is not None else (200, p) for _, p, _, _, d, _ in RBAC_CASES]
-    by_rule = {"guarded": {}, "fenced": {}}
-    for _, path, _, _, denial, rule in RBAC_CASES:
-        if denial is not None:
+class RbacRun:
+    """RBAC_CASES through both daemons from a local or a remote client; what
+    each saw, and what was expected: per route the cases, the denials, the
+    denials by rule."""
+
+    def __init__(self, pair, local):
+        self.want = [d if d is not None else (200, p) for _, p, _, _, d, _ in RBAC_CASES]
+        self.by_rule = {"guarded": {}, "fenced": {}}
+        self.cases = {r: 0 for r in self.by_rule}
+        for _, path, _, _, denial, rule in RBAC_CASES:
             route = path.split("/")[1]
-            by_rule[route][rule] = by_rule[route].get(rule, 0) + 1
-    return want, by_rule
+            self.cases[route] += 1
+            if denial is not None:
+                self.by_rule[route][rule] = self.by_rule[route].get(rule, 0) + 1
+        self.denied = {r: sum(self.by_rule[r].values()) for r in self.by_rule}
+        k, u = pair["kernel"], pair["user"]
+        self.got_k, self.moved_k, self.handed_k = rbac_exchange(k, local)
+        self.got_u, self.moved_u, _ = rbac_exchange(u, local)
+        assert self.got_k == self.want and self.got_u == self.want
+        # the reference: every request the slow path's, the same counts
+        assert self.moved_u == {r: (0, self.cases[r], self.denied[r], self.by_rule[r]) for r in self.by_rule}
 
 
 def test_rbac_denials_are_sent_by_the_kernel(pair):
@@ -327,16 +340,10 @@ def test_rbac_denials_are_sent_by_the_kernel(pair):
     rule that decided, as the slow path counts them; the connection goes on
     and its allowed requests are forwarded in the kernel. A reload keeps
     the counts (the kernel's by-rule counters are folded by name)."""
-    want, by_rule = rbac_expected()
-    k, u = pair["kernel"], pair["user"]
-    got_k, moved_k, handed_k = rbac_exchange(k, True)
-    got_u, moved_u, _ = rbac_exchange(u, True)
-    assert got_k == want and got_u == want
-    denied = {r: sum(by_rule[r].values()) for r in by_rule}
-    cases = {r: sum(1 for _, p, _, _, _, _ in RBAC_CASES if p.startswith("/" + r)) for r in by_rule}
-    assert moved_k == {r: (cases[r], 0, denied[r], by_rule[r]) for r in by_rule}
-    assert moved_u == {r: (0, cases[r], denied[r], by_rule[r]) for r in by_rule}
-    assert handed_k == {}
+    x = RbacRun(pair, True)
+    assert x.moved_k == {r: (x.cases[r], 0, x.denied[r], x.by_rule[r]) for r in x.by_rule}
+    assert x.handed_k == {}
+    k = pair["kernel"]
     before = rbac_figures(k)
     k.env.daemon.reload()
     assert rbac_figures(k) == before
@@ -345,16 +352,9 @@ def test_rbac_denials_are_sent_by_the_kernel(pair):
 def test_remote_clients_get_the_same_denials_from_the_slow_path(pair):
     """A remote client's denial (SK_SKB cannot change an skb's length): the
     slow path sends it, with the same bytes and counts (answer_remote)."""
-    want, by_rule = rbac_expected()
-    k, u = pair["kernel"], pair["user"]
-    got_k, moved_k, handed_k = rbac_exchange(k, False)
-    got_u, moved_u, _ = rbac_exchange(u, False)
-    assert got_k == want and got_u == want
-    denied = {r: sum(by_rule[r].values()) for r in by_rule}
-    cases = {r: sum(1 for _, p, _, _, _, _ in RBAC_CASES if p.startswith("/" + r)) for r in by_rule}
-    assert moved_k == {r: (cases[r] - denied[r], denied[r], denied[r], by_rule[r]) for r in by_rule}
-    assert moved_u == {r: (0, cases[r], denied[r], by_rule[r]) for r in by_rule}
-    assert handed_k == {"to_slow_path_answer_remote": sum(denied.values())}
+    x = RbacRun(pair, False)
+    assert x.moved_k == {r: (x.cases[r] - x.denied[r], x.denied[r], x.denied[r], x.by_rule[r]) for r in x.by_rule}
+    assert x.handed_k == {"to_slow_path_answer_remote": sum(x.denied.values())}
 
 
 def test_a_denial_asking_to_close_is_sent_by_the_slow_path(pair):

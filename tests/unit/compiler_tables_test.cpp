@@ -813,15 +813,21 @@ TEST(CompilerTables, FeaturesWithoutKernelSupportGoToUserSpace)
             ASSERT_EQ(r.bytes[i], 0) << i;
     }
     // RBAC with rules the kernel evaluates exactly stays in the kernel
-    {
+    const auto with_rbac = [&](const std::string& deny_body) {
         Policy p = base;
         p.routes[0].rbac = Rbac{};
+        p.routes[0].rbac->deny_body = deny_body;
         p.routes[0].rbac->rules.push_back({"r0", RbacRule::Action::Deny, {}, {}});
         p.routes[0].rbac->rules[0].when.methods = {"DELETE"};
+        return p;
+    };
+    {
+        const Policy p = with_rbac("forbidden\n");
         PoolIds pools;
         const CompiledTables t = compile_policy(p, pools);
         EXPECT_TRUE(t.placement[0].kernel) << t.placement[0].reason;
         EXPECT_TRUE(t.routes[0].flags & L7_RF_RBAC);
+        EXPECT_TRUE(t.placement[0].kernel_denials);
         // its denial is the kernel's to send: the slow path's keep-alive bytes
         ASSERT_EQ(t.routes[0].resp_deny, 0u);
         ASSERT_EQ(t.responses.size(), 1u);
@@ -836,16 +842,12 @@ TEST(CompilerTables, FeaturesWithoutKernelSupportGoToUserSpace)
     // a denial too long for the kernel is the slow path's; the route, and
     // the decision, stay in the kernel
     {
-        Policy p = base;
-        p.routes[0].rbac = Rbac{};
-        p.routes[0].rbac->deny_status = 451;
-        p.routes[0].rbac->deny_body = std::string(L7_MAX_RESP_BYTES, 'x');
-        p.routes[0].rbac->rules.push_back({"r0", RbacRule::Action::Deny, {}, {}});
-        p.routes[0].rbac->rules[0].when.methods = {"DELETE"};
+        const Policy p = with_rbac(std::string(L7_MAX_RESP_BYTES, 'x'));
         PoolIds pools;
         const CompiledTables t = compile_policy(p, pools);
         EXPECT_TRUE(t.placement[0].kernel) << t.placement[0].reason;
         EXPECT_TRUE(t.routes[0].flags & L7_RF_RBAC);
+        EXPECT_FALSE(t.placement[0].kernel_denials);
         EXPECT_EQ(t.routes[0].resp_deny, L7_RESP_NONE);
         EXPECT_TRUE(t.responses.empty());
     }

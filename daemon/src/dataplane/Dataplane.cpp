@@ -909,14 +909,22 @@ std::vector<uint64_t> Dataplane::rule_denials(uint32_t gen, uint32_t n_rules, bo
     const std::vector<uint64_t> zero(ncpus_, 0);
     for (uint32_t i = 0; i < out.size(); i++) {
         uint32_t k = gen * L7_MAX_RULES + i;
-        if (bpf_map_lookup_elem(fd, &k, per.data()) != 0)
-            continue;
-        for (uint64_t v : per)
-            out[i] += v;
+        out[i] = percpu_sum(fd, k, per).value_or(0);
         if (drain && out[i])
             bpf_map_update_elem(fd, &k, zero.data(), BPF_ANY);
     }
     return out;
+}
+
+std::optional<uint64_t> Dataplane::percpu_sum(int fd, uint32_t key, std::vector<uint64_t>& per) const
+{
+    per.resize(ncpus_);
+    if (bpf_map_lookup_elem(fd, &key, per.data()) != 0)
+        return std::nullopt;
+    uint64_t sum = 0;
+    for (uint64_t v : per)
+        sum += v;
+    return sum;
 }
 
 RouteCounters Dataplane::pool_counters(uint32_t pool) const
@@ -947,20 +955,17 @@ void Dataplane::clear_pool_counters(uint32_t pool)
 std::vector<uint64_t> Dataplane::counters() const
 {
     std::vector<uint64_t> out(L7_C_COUNT, 0);
+    std::vector<uint64_t> per(ncpus_);
+    const int fd = bpf_map__fd(skel_->maps.l7_counters);
     for (uint32_t i = 0; i < L7_C_COUNT; i++)
-        out[i] = counter(i);
+        out[i] = percpu_sum(fd, i, per).value_or(0);
     return out;
 }
 
 uint64_t Dataplane::counter(uint32_t which) const
 {
     std::vector<uint64_t> per(ncpus_);
-    if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.l7_counters), &which, per.data()) != 0)
-        return 0;
-    uint64_t sum = 0;
-    for (uint64_t v : per)
-        sum += v;
-    return sum;
+    return percpu_sum(bpf_map__fd(skel_->maps.l7_counters), which, per).value_or(0);
 }
 
 }  // namespace l7fast::dataplane

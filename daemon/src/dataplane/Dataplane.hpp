@@ -218,6 +218,9 @@ private:
     void recover_state();
     // deletes the verified-token cache's entries of one slot, or all
     void jwt_cache_delete_gen(std::optional<uint32_t> gen);
+    // The sum over CPUs of entry `key` of a per-CPU __u64 array (`per`:
+    // ncpus_ values of scratch); nullopt when it cannot be read.
+    std::optional<uint64_t> percpu_sum(int fd, uint32_t key, std::vector<uint64_t>& per) const;
 
     // The loaded object's resources, each released by its own destructor,
     // in the reverse of their order here: the event ring and the mapped

@@ -514,14 +514,9 @@ uint32_t Dataplane::stage(const policy::CompiledTables& t, std::span<const uint3
     // JWT: the slot's cached tokens were verified by the policy it held
     // before; none may be admitted under this one
     jwt_cache_delete_gen(gen);
-    int jfd = bpf_map__fd(skel_->maps.l7_jwt_providers);
     jwt_providers_[gen].assign(L7_MAX_JWT_PROVIDERS, l7_jwt_provider{});
     for (size_t i = 0; i < t.jwt_providers.size() && i < L7_MAX_JWT_PROVIDERS; i++)
         jwt_providers_[gen][i] = t.jwt_providers[i];
-    for (uint32_t i = 0; i < L7_MAX_JWT_PROVIDERS; i++) {
-        uint32_t k = gen * L7_MAX_JWT_PROVIDERS + i;
-        update_or_throw(jfd, &k, &jwt_providers_[gen][i], "l7_jwt_providers");
-    }
 
     // meta of the new generation (readers still use the other one)
     config_.meta[gen] = t.meta;

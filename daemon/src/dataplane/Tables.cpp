@@ -29,6 +29,7 @@ TableMaps TableMaps::of(const ::bpf_object* obj)
     m.clusters = fd("l7_clusters");
     m.endpoints = fd("l7_endpoints");
     m.listeners = fd("l7_listeners");
+    m.jwt_providers = fd("l7_jwt_providers");
     return m;
 }
 
@@ -89,6 +90,12 @@ void TableWriter::write(const policy::CompiledTables& t, std::span<const uint32_
     for (uint32_t i = 0; i < t.responses.size() && i < L7_MAX_RESPONSES; i++) {
         uint32_t k = gen * L7_MAX_RESPONSES + i;
         update_or_throw(maps_.responses, &k, &t.responses[i], "l7_responses");
+    }
+    // every provider slot: one the policy no longer has is zeroed
+    for (uint32_t i = 0; i < L7_MAX_JWT_PROVIDERS; i++) {
+        const l7_jwt_provider p = i < t.jwt_providers.size() ? t.jwt_providers[i] : l7_jwt_provider{};
+        uint32_t k = gen * L7_MAX_JWT_PROVIDERS + i;
+        update_or_throw(maps_.jwt_providers, &k, &p, "l7_jwt_providers");
     }
     for (uint32_t i = 0; i < t.lb_tables.size() && i < L7_MAX_LB_TABLES; i++) {
         uint32_t k = gen * L7_MAX_LB_TABLES + i;

@@ -1,6 +1,7 @@
 // A compiled policy's tables in one generation of the data plane's maps
 // (bpf/include/l7_maps.h): the route and rule sets, string conditions,
-// routes, mutations, direct responses, hash tables, clusters, endpoints and listeners. The
+// routes, mutations, the kernel's answers, JWT providers, hash tables,
+// clusters, endpoints and listeners. The
 // part of Dataplane::stage that does not depend on which object the maps
 // belong to: the data plane's own, or a test harness's that runs the real
 // matcher over them (tests/support/BpfDecider.hpp).
@@ -23,7 +24,7 @@ namespace l7fast::dataplane {
 // The descriptors of the maps a TableWriter writes.
 struct TableMaps {
     int bitmaps = -1, match = -1, routes = -1, mutations = -1, responses = -1, lb_tables = -1, clusters = -1, endpoints = -1,
-        listeners = -1;
+        listeners = -1, jwt_providers = -1;
 
     // The maps of a loaded object, by name; throws DataplaneError when one
     // is missing.

@@ -463,6 +463,26 @@ static __always_inline void l7_slot_kill_(__u32 id, __u32 conn)
 	l7_event(L7_EV_SLOT_DEAD, id, conn, 0);
 }
 
+/*
+ * Sampled access log (daemon.access_log_sample = N): one kernel response or
+ * answer in N per CPU, the per-CPU responses_kernel counter being the
+ * sequence. The event to fill and submit, or 0 when this one is not sampled.
+ */
+static __always_inline struct l7_event *l7_access_sampled(void)
+{
+	struct l7_config *cfg = l7_cfg();
+	__u32 key = L7_C_RESP_KERNEL, n;
+	__u64 *seq;
+
+	if (!cfg || !cfg->access_log_sample)
+		return 0;
+	n = cfg->access_log_sample;
+	seq = bpf_map_lookup_elem(&l7_counters, &key);
+	if (!seq || *seq % n)
+		return 0;
+	return l7_event_reserve();
+}
+
 /* ---- requests from local clients (SK_MSG) --------------------------------- */
 
 /* A request the kernel answered itself: counted as a kernel exchange of its
@@ -487,7 +507,12 @@ static __always_inline void l7_answer_accounted(struct l7_conn *c, struct l7_con
 		if (rs)
 			rs->rbac_denied++;
 	} else if (rs) {
-		rs->direct_responses++;
+		if (d->answer == L7_ANS_NO_TOKEN)
+			rs->jwt_missing++;
+		else if (d->answer == L7_ANS_BAD_TOKEN)
+			rs->jwt_invalid++;
+		else
+			rs->direct_responses++;
 	}
 	if (rs) {
 		rs->requests_kernel++;
@@ -500,6 +525,23 @@ static __always_inline void l7_answer_accounted(struct l7_conn *c, struct l7_con
 	}
 	l7_count(L7_C_REQ_KERNEL);
 	l7_count(L7_C_RESP_KERNEL);
+}
+
+/* The access event of an answer the kernel sent, when sampled. */
+static __always_inline void l7_answer_event(const struct l7_sk_ref *cref, const struct l7_decision *d,
+					    const struct l7_response *r, __u32 sent)
+{
+	struct l7_event *e = l7_access_sampled();
+
+	if (!e)
+		return;
+	e->type = L7_EV_ANSWER;
+	e->slot = (d->stats_id & 0xffff) | ((__u32)r->status << 16);
+	e->conn = cref->idx;
+	e->conn_gen = cref->gen;
+	e->arg[0] = sent;
+	e->arg[1] = (d->answer & 0xff) | ((d->detail & 0xff) << 8) | ((__u64)d->rbac_rule << 32);
+	bpf_ringbuf_submit(e, 0);
 }
 
 /* The answer to the request that is the whole of a message of `size`
@@ -576,6 +618,7 @@ static __always_inline int l7_answer_msg(struct sk_msg_md *msg, struct l7_decisi
 	if (bpf_msg_redirect_map(msg, &l7_sk_client, cref->idx, BPF_F_INGRESS) != SK_PASS)
 		goto broken;
 	l7_answer_accounted(c, sy, d, r, len);
+	l7_answer_event(cref, d, r, len);
 	return SK_PASS;
 broken:
 	return l7_answer_broken(c, cref, size);
@@ -789,24 +832,11 @@ struct l7_resp_step {
 	__u32 extra; /* bytes after the end of the response */
 };
 
-/*
- * Sampled access log (daemon.access_log_sample = N): one completed response
- * in N per CPU, the per-CPU responses_kernel counter being the sequence.
- */
+/* A completed response's access event (L7_EV_ACCESS), when sampled. */
 static __always_inline void l7_access_event(struct l7_slot *slot, __u64 latency)
 {
-	struct l7_config *cfg = l7_cfg();
-	__u32 key = L7_C_RESP_KERNEL, n;
-	struct l7_event *e;
-	__u64 *seq;
+	struct l7_event *e = l7_access_sampled();
 
-	if (!cfg || !cfg->access_log_sample)
-		return;
-	n = cfg->access_log_sample;
-	seq = bpf_map_lookup_elem(&l7_counters, &key);
-	if (!seq || *seq % n)
-		return;
-	e = l7_event_reserve();
 	if (!e)
 		return;
 	e->type = L7_EV_ACCESS;

@@ -6,9 +6,12 @@
  * token's exact bytes here; the kernel admits a later request of a route of
  * the same provider and generation only when its token equals a stored one
  * byte for byte (the keyed hash only finds the entry) and the entry's
- * deadlines, in bpf_ktime_get_boot_ns() time, hold. Everything else (no
- * token, a miss, an expired entry, an odd shape) goes to the slow path,
- * which answers 401 or verifies, stores and forwards.
+ * deadlines, in bpf_ktime_get_boot_ns() time, hold. A request without a
+ * token, and one whose token is empty or too large, are refused as the
+ * reference's extract_token() refuses them (decide.h answers the 401 for
+ * local clients). Everything else (a miss, an expired entry, an odd shape)
+ * goes to the slow path, which answers 401 or verifies, stores and
+ * forwards.
  *
  * Included by bpf/l7fast.bpf.c after lib/match.h: the token is the value of
  * the provider's match header, which the matcher located (s->hdr_val).
@@ -80,8 +83,10 @@ static __always_inline int l7_jwt_prefix_eq(const struct l7_window *w, __u32 off
 
 /*
  * Whether the parsed request in scratch carries a token of `provider` that
- * the cache admits in generation `gen`: L7_R_NONE if so, else the reason to
- * hand the request to the slow path. Global: verified once, on its own.
+ * the cache admits in generation `gen`: L7_R_NONE if so; L7_R_JWT_NONE (no
+ * token) and L7_R_JWT_BAD (an empty or too large one) when the reference
+ * refuses it with a 401 the kernel can send; else the reason to hand the
+ * request to the slow path. Global: verified once, on its own.
  */
 __noinline int l7_g_jwt_admit(struct l7_scratch *s, struct l7_config *cfg, __u32 gen,
 			      __u32 provider)
@@ -117,15 +122,31 @@ __noinline int l7_g_jwt_admit(struct l7_scratch *s, struct l7_config *cfg, __u32
 	w.buf = s->ws.buf;
 	w.len = s->ws.len;
 	w.pad = 0;
+	/* Another scheme is no token (Reason::BadScheme); the scheme alone,
+	 * "Bearer", is a malformed one (Reason::Malformed), which only a value
+	 * no longer than the prefix can be: the parser trimmed the value, so
+	 * the reference's trim() leaves it as it is. */
 	if (h->val_len < p->prefix_len || !l7_jwt_prefix_eq(&w, h->val_off, p))
-		return L7_R_JWT_NONE;
+		return h->val_len > p->prefix_len ? L7_R_JWT_NONE : L7_R_JWT_OTHER;
 	off = (__u32)h->val_off + p->prefix_len;
 	len = (__u32)h->val_len - p->prefix_len;
-	/* empty, too long for the cache or the provider, or more spaces after
-	 * the scheme (the reference skips them; keep that its business) */
-	if (!len || len > p->max_token || len > L7_JWT_MAX_TOKEN || off + len > w.len)
+	if (off + len > w.len)
 		return L7_R_JWT_OTHER;
+	/* nothing after the prefix (Reason::Malformed); more spaces after the
+	 * scheme: the reference skips them, which is its business */
+	if (!len) {
+		s->dec.detail = L7_ANS_DETAIL_EMPTY;
+		return L7_R_JWT_BAD;
+	}
 	if (l7_at(&w, off) == ' ' || l7_at(&w, off) == '\t')
+		return L7_R_JWT_OTHER;
+	/* longer than the provider takes (Reason::TooLarge), or than the
+	 * cache holds */
+	if (len > p->max_bytes) {
+		s->dec.detail = L7_ANS_DETAIL_TOO_LARGE;
+		return L7_R_JWT_BAD;
+	}
+	if (len > p->max_token || len > L7_JWT_MAX_TOKEN)
 		return L7_R_JWT_OTHER;
 
 	L7_ZERO(hs);

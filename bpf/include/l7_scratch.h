@@ -30,14 +30,9 @@ struct l7_decision {
 	__u32 pool;        /* the endpoint's pool once picked, else L7_NO_POOL */
 	__u32 resp;        /* L7_D_ANSWER: key of the answer in l7_responses */
 	__u32 answer;      /* L7_D_ANSWER: enum l7_answer_kind */
+	__u32 detail;      /* L7_ANS_BAD_TOKEN: L7_ANS_DETAIL_* (l7_g_jwt_admit) */
 	__u32 rbac_rule;   /* L7_ANS_DENY: gen * L7_MAX_RULES + the deciding
 			    * rule's bit, L7_NO_RULE for the default action */
-};
-
-/* What the kernel answers with (l7_answer_accounted counts each). */
-enum l7_answer_kind {
-	L7_ANS_DIRECT = 0, /* the route's direct response */
-	L7_ANS_DENY = 1,   /* the route's RBAC denial */
 };
 
 /* Matcher state (kept in scratch, not on the 512-byte stack). */

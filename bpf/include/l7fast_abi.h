@@ -25,7 +25,7 @@
 
 /* Bump whenever a map's layout or meaning changes: a daemon never adopts
  * pinned maps of another ABI version (it starts clean instead). */
-#define L7_ABI_VERSION 18
+#define L7_ABI_VERSION 19
 
 /* Sizes of the tables. Route sets are bitmaps of L7_MAX_ROUTES bits. */
 #define L7_GENS 2
@@ -197,7 +197,11 @@ struct l7_route {
 	__u32 resp_direct;                /* L7_RF_DIRECT: the response */
 	__u32 resp_deny;                  /* L7_RF_RBAC: the keep-alive denial (deny_status,
 					   * deny_body); L7_RESP_NONE: the slow path answers */
-	__u32 resp_no_token;              /* 401 for a request without a token (unused yet) */
+	__u32 resp_no_token;              /* L7_RF_JWT: the 401 to a request without a token
+					   * (Jwt.hpp Status::Missing), keep-alive form */
+	__u32 resp_bad_token;             /* L7_RF_JWT: the 401 to an empty or too large one
+					   * (error="invalid_token"), keep-alive form */
+	__u32 pad2;
 };
 
 enum l7_lb {
@@ -262,8 +266,9 @@ struct l7_mutation {
 struct l7_jwt_provider {
 	__u16 hdr;
 	__u16 prefix_len;
-	__u16 max_token;      /* longer tokens: 401 from the slow path */
-	__u16 pad;
+	__u16 max_token;      /* longest token the verified-token cache holds */
+	__u16 max_bytes;      /* the provider's max_token_bytes (0xffff when more):
+			       * a longer token is refused (Reason::TooLarge) */
 	__u8 prefix[16];      /* lower-cased, e.g. "bearer " */
 };
 
@@ -573,7 +578,22 @@ struct l7_route_stats {
 	__u64 latency[L7_LAT_BUCKETS];
 	__u64 direct_responses;         /* of requests_kernel: answered with resp_direct */
 	__u64 rbac_denied;              /* of requests_kernel: answered with resp_deny */
+	__u64 jwt_missing;              /* of requests_kernel: answered with resp_no_token */
+	__u64 jwt_invalid;              /* of requests_kernel: answered with resp_bad_token */
 };
+
+/* What the kernel answers a request with itself (l7_decision.answer; the
+ * route's counter in l7_route_stats). */
+enum l7_answer_kind {
+	L7_ANS_DIRECT = 0,    /* the route's direct response (direct_responses) */
+	L7_ANS_DENY = 1,      /* the route's RBAC denial (rbac_denied) */
+	L7_ANS_NO_TOKEN = 2,  /* 401 without a token (jwt_missing) */
+	L7_ANS_BAD_TOKEN = 3, /* 401 invalid_token: an empty or too large token (jwt_invalid) */
+};
+
+/* l7_decision.detail of an L7_ANS_BAD_TOKEN answer: the reference's reason */
+#define L7_ANS_DETAIL_EMPTY 0     /* Reason::Malformed: nothing after the prefix */
+#define L7_ANS_DETAIL_TOO_LARGE 1 /* Reason::TooLarge: over max_token_bytes */
 
 /* l7_rule_denied: the kernel's RBAC denials by deciding rule, index gen *
  * L7_MAX_RULES + the rule's bit (l7_route.rule_first + its position); a
@@ -610,10 +630,12 @@ enum l7_reason {
 	L7_R_DISABLED,
 	L7_R_PATH,             /* path not in normal form: the slow path normalises it */
 	L7_R_RBAC_DENY,        /* a kernel route's RBAC rules deny: the slow path answers */
-	L7_R_JWT_NONE,         /* JWT route: no token where its provider looks */
+	L7_R_JWT_NONE,         /* JWT route: no token where its provider looks (401) */
 	L7_R_JWT_MISS,         /* JWT route: token not in the verified-token cache */
 	L7_R_JWT_EXPIRED,      /* JWT route: cached token past exp (or before nbf) */
-	L7_R_JWT_OTHER,        /* JWT route: empty or too long a token, odd tables */
+	L7_R_JWT_OTHER,        /* JWT route: a token shape the slow path reads (the
+				* scheme alone, spaces after it, longer than the
+				* cache holds), odd tables */
 	L7_R_MUTATION,         /* route mutates the head and the kernel cannot here */
 	L7_R_NO_SCRATCH,       /* the per-CPU scratch was in use (a nested run) */
 	L7_R_COPY_FAILED,      /* the head could not be copied out of the message */
@@ -623,6 +645,7 @@ enum l7_reason {
 	L7_R_ANSWER_CLOSE,     /* the route's own answer to this request closes the
 				* connection (the request asks to): the slow path sends it */
 	L7_R_ANSWER_REMOTE,    /* the route's own answer to a remote client: the slow path sends it */
+	L7_R_JWT_BAD,          /* JWT route: an empty or too large token (401 invalid_token) */
 	L7_R_COUNT,
 };
 
@@ -652,7 +675,7 @@ enum l7_counter {
 	"unsupported", "no_route", "route_user", "pool_miss", "pipelined", "redirect", \
 	"user_pending", "disabled", "path_not_normal", "rbac_deny", "jwt_none", "jwt_miss", \
 	"jwt_expired", "jwt_other", "mutation", "no_scratch", "copy_failed", \
-	"endpoint_down", "absolute_form", "answer_close", "answer_remote"
+	"endpoint_down", "absolute_form", "answer_close", "answer_remote", "jwt_bad"
 
 /* ---- events to the daemon (l7_events ring buffer) ------------------------ */
 
@@ -673,6 +696,12 @@ enum l7_event_type {
 				 * ESTABLISHED (slot); idle ones are retired (L7_EV_SLOT_DEAD) */
 	L7_EV_OUTLIER = 8,      /* a pool's run of 5xx responses reached its eject_5xx
 				 * (slot = pool id) */
+	L7_EV_ANSWER = 9,       /* sampled access log: the kernel sent a route's own
+				 * answer; slot = route stats id | status << 16, conn =
+				 * the client, arg[0] = response bytes, arg[1] = enum
+				 * l7_answer_kind | L7_ANS_DETAIL_* << 8 | the deciding
+				 * rule (l7_rule_denied index, L7_NO_RULE for the
+				 * default action; RBAC denials) << 32 */
 };
 
 /* trace points (L7_EV_TRACE: slot = code, arg[0..1] as listed) */

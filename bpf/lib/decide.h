@@ -4,7 +4,9 @@
  * run as it is by the tests' harness (tests/support/bpf/decide_harness.bpf.c):
  * parse the head in scratch, match a route, admit its JWT, apply its RBAC
  * rules, then answer with the route's direct response or pick the endpoint
- * and claim a pooled connection to it.
+ * and claim a pooled connection to it. A refusal the kernel holds the bytes
+ * of (a 401 for no token or an empty or too large one, an RBAC denial) is
+ * answered too.
  */
 #ifndef L7_LIB_DECIDE_H
 #define L7_LIB_DECIDE_H
@@ -130,6 +132,15 @@ __noinline int l7_g_decide(struct l7_scratch *s, __u32 n, struct l7_conn *c,
 		st = l7_g_jwt_admit(s, cfg, gen, r->jwt_provider);
 		if (st != L7_R_NONE) {
 			d->reason = (__u32)st;
+			/* a refusal the kernel sends, as for RBAC denials below */
+			if ((st != L7_R_JWT_NONE && st != L7_R_JWT_BAD) || d->close)
+				return 0;
+			d->answer = st == L7_R_JWT_NONE ? L7_ANS_NO_TOKEN : L7_ANS_BAD_TOKEN;
+			d->resp = st == L7_R_JWT_NONE ? r->resp_no_token : r->resp_bad_token;
+			if (d->resp >= L7_MAX_RESPONSES)
+				return 0;
+			d->resp += gen * L7_MAX_RESPONSES;
+			d->kind = L7_D_ANSWER;
 			return 0;
 		}
 	}

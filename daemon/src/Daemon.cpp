@@ -318,6 +318,31 @@ std::string Daemon::stats_route_name(uint32_t stats_id) const
     return {};
 }
 
+std::string Daemon::kernel_answer_reason(uint64_t what) const
+{
+    using Kind = proxy::Verdict::Kind;
+    const uint32_t rule = static_cast<uint32_t>(what >> 32);
+    switch (what & 0xff) {
+    case L7_ANS_DIRECT:
+        return proxy::verdict_reason(Kind::Direct, auth::Reason::Ok, {});
+    case L7_ANS_DENY: {
+        // the rule by its bit in the event's generation, as the counters name it
+        const auto& rules = gen_rules_[(rule / L7_MAX_RULES) & 1];
+        const uint32_t bit = rule % L7_MAX_RULES;
+        const bool named = rule != L7_NO_RULE && bit < rules.size();
+        return proxy::verdict_reason(Kind::RbacDenied, auth::Reason::Ok, named ? rules[bit].second : "default");
+    }
+    case L7_ANS_NO_TOKEN:
+        return proxy::verdict_reason(Kind::JwtMissing, auth::Reason::Missing, {});
+    case L7_ANS_BAD_TOKEN:
+        return proxy::verdict_reason(Kind::JwtInvalid,
+                                     ((what >> 8) & 0xff) == L7_ANS_DETAIL_TOO_LARGE ? auth::Reason::TooLarge
+                                                                                    : auth::Reason::Malformed,
+                                     {});
+    }
+    return {};
+}
+
 void Daemon::on_access_event(const l7_event& ev)
 {
     auto& log = server_->access_log();
@@ -330,8 +355,16 @@ void Daemon::on_access_event(const l7_event& ev)
     e.route = route;
     e.status = static_cast<int>(ev.slot >> 16);
     e.bytes_out = ev.arg[0] & ((uint64_t{1} << 48) - 1);
-    e.latency_ns = ev.arg[1];
     e.kernel = true;
+    if (ev.type == L7_EV_ANSWER) {
+        // the route's own answer, sent within the request's write: no
+        // upstream, no time to speak of; why, as the slow path says it
+        const std::string reason = kernel_answer_reason(ev.arg[1]);
+        e.reason = reason;
+        log.write(e);
+        return;
+    }
+    e.latency_ns = ev.arg[1];
     // the endpoint by the slot's pool id, and the cluster of the route (in
     // the policy in force) that has that endpoint
     std::string_view cluster;
@@ -561,7 +594,7 @@ void Daemon::arm_events()
         if (ec)
             return;
         dp_->consume_events([this](const l7_event& ev) {
-            if (ev.type == L7_EV_ACCESS)
+            if (ev.type == L7_EV_ACCESS || ev.type == L7_EV_ANSWER)
                 on_access_event(ev);
             else
                 server_->on_event(ev);
@@ -798,6 +831,8 @@ control::StatsSnapshot Daemon::stats()
         rs.kernel_codes = control::kernel_codes(all.status, all.codes);
         rs.direct_responses = all.direct_responses;
         rs.rbac_denied = all.rbac_denied;
+        rs.jwt_missing = all.jwt_missing;
+        rs.jwt_invalid = all.jwt_invalid;
         std::map<std::string, uint64_t> denied_by_rule;
         if (auto it = kernel_denials.find(rs.name); it != kernel_denials.end())
             denied_by_rule = it->second;
@@ -812,8 +847,8 @@ control::StatsSnapshot Daemon::stats()
             all += it->second;
         }
         if (auto it = extras.find(rs.name); it != extras.end()) {
-            rs.jwt_missing = it->second.jwt_missing;
-            rs.jwt_invalid = it->second.jwt_invalid;
+            rs.jwt_missing += it->second.jwt_missing;
+            rs.jwt_invalid += it->second.jwt_invalid;
             rs.rbac_denied += it->second.rbac_denied;
             for (const auto& [rule, n] : it->second.rbac_denied_by_rule)
                 denied_by_rule[rule] += n;

@@ -90,7 +90,12 @@ private:
     void check_file_permissions();
     void check_policy_content(const policy::Policy& pol);
     void fold_kernel_counters(uint32_t gen);
+    // A sampled kernel response (L7_EV_ACCESS) or answer (L7_EV_ANSWER) to
+    // the access log.
     void on_access_event(const l7_event& ev);
+    // Why the kernel answered (L7_EV_ANSWER's arg[1]), in the words the
+    // slow path's access log uses (proxy::verdict_reason).
+    std::string kernel_answer_reason(uint64_t what) const;
     std::string stats_route_name(uint32_t stats_id) const;
 
     DaemonOptions opts_;

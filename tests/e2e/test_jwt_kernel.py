@@ -1,8 +1,10 @@
 """JWT routes admitted in the kernel from the verified-token cache: the slow
 path verifies a token once (the reference verifier) and stores its bytes;
 the kernel admits later requests carrying the very same bytes on routes of
-the same provider until exp (+ clock skew), and hands everything else to the
-slow path (to_slow_path_jwt_* counters), which answers 401 or verifies.
+the same provider until exp (+ clock skew). The kernel itself answers the
+401s it can decide exactly (no token, another scheme, an empty or too large
+token) to local clients, and hands everything else to the slow path
+(to_slow_path_jwt_* counters), which answers 401 or verifies.
 
 Runs twice: with the data plane (kernel admission is proved by the route's
 requests_kernel counter) and with `kernel_dataplane = false` (the same
@@ -243,16 +245,21 @@ def test_scheme_prefix_is_case_insensitive_like_the_reference(w):
     # leaves that to it
     d = Delta(w)
     assert req(w, "/k/hs/p", "Bearer  " + tok).status == 200
-    # another scheme, or the token alone: 401 without an error code
+    # another scheme, or the token alone: no token, 401 without an error
+    # code, which the kernel sends
     for value in ("Basic " + tok, tok):
         r = req(w, "/k/hs/p", value)
         assert r.status == 401, (value, r)
         assert "error=" not in r.header("WWW-Authenticate", ""), r.headers
+    # the scheme alone: a malformed token, the slow path's to read
+    r = req(w, "/k/hs/p", "Bearer")
+    assert r.status == 401, r
+    assert 'error="invalid_token"' in r.header("WWW-Authenticate", ""), r.headers
     d.done()
-    assert d.kernel("k-hs") == 0
+    assert d.kernel("k-hs") == (2 if w.dataplane else 0)
     if w.dataplane:
-        assert d.reason("jwt_other") == 1
-        assert d.reason("jwt_none") == 2
+        assert d.reason("jwt_other") == 2
+        assert d.reason("jwt_none") == 0
 
 
 def test_missing_token_is_401_with_www_authenticate(w):
@@ -261,9 +268,11 @@ def test_missing_token_is_401_with_www_authenticate(w):
     d.done()
     assert r.status == 401
     assert r.header("WWW-Authenticate", "").startswith("Bearer realm="), r.headers
-    assert d.kernel("k-hs") == 0
+    # the kernel sends it
+    assert d.kernel("k-hs") == (1 if w.dataplane else 0)
+    assert d.user("k-hs") == (0 if w.dataplane else 1)
     if w.dataplane:
-        assert d.reason("jwt_none") == 1
+        assert d.reason("jwt_none") == 0
 
 
 def test_tampered_token_is_refused(w):

@@ -1,19 +1,21 @@
-"""Direct responses and RBAC denials answered by the kernel (SK_MSG, local
-clients): the same byte sequences are sent to a daemon with the data plane
+"""Direct responses, RBAC denials and a JWT route's 401s answered by the
+kernel (SK_MSG, local clients): the same byte sequences are sent to a daemon with the data plane
 and to one with kernel_dataplane = false; both must send back exactly the
 same bytes and close (or keep) the connection alike, while the data-plane
 daemon answers in the kernel every request it can: one whole request per
 message that does not ask to close. The rest goes to the slow path, counted
 by reason (answer_close, pipelined, too_big, route_user, answer_remote,
-rbac_deny), and still gets the same bytes. Both count a denial under the
-rule that decided it."""
+rbac_deny, jwt_none, jwt_bad), and still gets the same bytes. Both count a
+denial under the rule that decided it, and a 401 as a missing or an invalid
+token; both write each answer's access-log line with the same reason."""
+import re
 import socket
 import time
 
 import pytest
 
 import l7env
-from l7env import Conn, free_port, make_request
+from l7env import Conn, b64u, free_port, make_request
 
 LONG_BODY = "x" * 1100  # over L7_MAX_RESP_BYTES: the slow path sends it
 
@@ -70,6 +72,16 @@ rules = [
   {{ action = "allow", method = ["GET"] }},
   {{ name = "blocked", action = "deny", headers = [ {{ name = "x-block", present = true }} ] }},
 ]
+[[jwt_provider]]
+name = "idp"
+algorithms = ["HS256"]
+keys = [ {{ alg = "HS256", secret_base64url = "{b64u(b"kernel-answers-e2e-secret-0123456789")}" }} ]
+max_token_bytes = 64
+[[route]]
+name = "locked"
+cluster = "app"
+match = {{ path_prefix = "/locked" }}
+jwt = "idp"
 [[route]]
 name = "app"
 cluster = "app"
@@ -79,7 +91,8 @@ match = {{ path_prefix = "/" }}
 
 def start_side(s, settings):
     s.port = free_port()
-    s.env.start(policy(s.port, s.env.backend("app")), daemon_settings=settings)
+    # every request in the access log: the kernel's answers too
+    s.env.start(policy(s.port, s.env.backend("app")), daemon_settings=(settings + "\naccess_log_sample = 1").strip())
 
 
 @pytest.fixture(scope="module")
@@ -363,3 +376,117 @@ def test_a_denial_asking_to_close_is_sent_by_the_slow_path(pair):
     got, closed, before, after = both(pair, [req], len(close_form))
     assert got == close_form and closed
     assert handed(before, after, "rbac_deny") == 1
+
+
+# (Authorization or None, whether the 401 says invalid_token): no token,
+# another scheme (no token either), tokens over the provider's 64 bytes
+JWT_CASES = [
+    (None, False),
+    ("Basic dXNlcjpwYXNz", False),
+    ("Bearer " + "a" * 65, True),
+    ("bearer " + "b.c" * 40, True),
+]
+
+
+def jwt_figures(side):
+    r = side.env.stats()["routes"]["locked"]
+    return (r["requests_kernel"], r["requests_user"], r["rejected"]["jwt_missing"], r["rejected"]["jwt_invalid"])
+
+
+def jwt_exchange(side, local):
+    """JWT_CASES on one keep-alive connection: the answers, whole, and the
+    figures of route locked that moved; the hand-overs by reason."""
+    before_c = side.env.daemon.counters() if side.dataplane else {}
+    before = jwt_figures(side)
+    c = side.env.client(side.port, local)
+    got = []
+    try:
+        for auth, _ in JWT_CASES:
+            c.request("GET", "/locked/x", headers={"Authorization": auth} if auth else None)
+            r = c.read_response()
+            got.append(r.raw_head + r.body)
+    finally:
+        c.close()
+    after = jwt_figures(side)
+    after_c = side.env.daemon.counters() if side.dataplane else {}
+    handed = {k: v - before_c.get(k, 0) for k, v in after_c.items()
+              if k.startswith("to_slow_path_") and v != before_c.get(k, 0)}
+    return got, tuple(a - b for a, b in zip(after, before)), handed
+
+
+def jwt_run(pair, local):
+    k, u = pair["kernel"], pair["user"]
+    got_k, moved_k, handed_k = jwt_exchange(k, local)
+    got_u, moved_u, _ = jwt_exchange(u, local)
+    assert got_k == got_u
+    for (_, invalid), answer in zip(JWT_CASES, got_k):
+        assert answer.startswith(b"HTTP/1.1 401 Unauthorized\r\n"), answer
+        assert (b'error="invalid_token"' in answer) == invalid, answer
+        assert answer.endswith(b"\r\n\r\nunauthorized\n"), answer
+    n, invalid = len(JWT_CASES), sum(1 for _, i in JWT_CASES if i)
+    assert moved_u == (0, n, n - invalid, invalid)
+    return moved_k, handed_k, (n, invalid)
+
+
+def test_jwt_refusals_are_sent_by_the_kernel(pair):
+    """A local client's 401s for no token, or one the provider refuses for
+    its size: the kernel sends the slow path's bytes, counted as kernel
+    requests of the route and as missing or invalid tokens."""
+    moved_k, handed_k, (n, invalid) = jwt_run(pair, True)
+    assert moved_k == (n, 0, n - invalid, invalid)
+    assert handed_k == {}
+
+
+def test_remote_clients_get_the_same_401s_from_the_slow_path(pair):
+    moved_k, handed_k, (n, invalid) = jwt_run(pair, False)
+    assert moved_k == (0, n, n - invalid, invalid)
+    assert handed_k == {"to_slow_path_answer_remote": n}
+
+
+def test_a_401_asking_to_close_is_sent_by_the_slow_path(pair):
+    for auth, reason in ((None, "jwt_none"), ("Bearer " + "a" * 65, "jwt_bad")):
+        headers = {"Connection": "close"}
+        if auth:
+            headers["Authorization"] = auth
+        req = make_request("GET", "/locked/c", headers)
+        got, closed, before, after = both(pair, [req], 100)
+        assert got.startswith(b"HTTP/1.1 401 Unauthorized\r\n") and b"connection: close\r\n" in got, got
+        assert closed
+        assert handed(before, after, reason) == 1
+
+
+def test_kernel_answers_are_in_the_access_log_with_the_slow_paths_reasons(pair):
+    """With access_log_sample = 1 every answer the kernel sends has its
+    line (path=kernel, from the answer's ring event) with the route, the
+    status, the bytes and the reason the slow path's line gives for the
+    same request: direct_response, rbac_denied:<rule>, jwt_missing,
+    jwt_too_large."""
+    cases = [("GET", "/hello/log", None), ("POST", "/guarded/admin/log", None),
+             ("DELETE", "/guarded/log", None), ("GET", "/fenced/log", {"X-Block": "1"}),
+             ("GET", "/locked/log", None), ("GET", "/locked/log", {"Authorization": "Bearer " + "z" * 65})]
+    want = ["route=hello status=200 reason=direct_response", "route=guarded status=418 reason=rbac_denied:admins-only",
+            "route=guarded status=418 reason=rbac_denied:default", "route=fenced status=403 reason=rbac_denied:blocked",
+            "route=locked status=401 reason=jwt_missing", "route=locked status=401 reason=jwt_too_large"]
+    for side in (pair["kernel"], pair["user"]):
+        mark = len(side.env.daemon.log().splitlines())
+        c = side.env.client(side.port)
+        port = c.sock.getsockname()[1]
+        for method, path, headers in cases:
+            c.request(method, path, headers=headers)
+            r = c.read_response()
+            assert r.status != 200 or path.startswith("/hello"), r
+        c.close()
+        mine = f"access client=127.0.0.1:{port} "
+
+        def lines():
+            return [l[l.index("access client="):] for l in side.env.daemon.log().splitlines()[mark:]
+                    if mine in l]
+        assert l7env.wait_until(lambda: len(lines()) == len(cases)), lines()
+        plane = "kernel" if side.dataplane else "user"
+        got = []
+        for l in lines():
+            m = re.search(r" route=(\S+) status=(\d+) in=\S+ out=(\d+) latency_us=\d+ path=(\w+) reason=(\S+) id=", l)
+            assert m and m.group(4) == plane and int(m.group(3)) > 0, l
+            got.append(f"route={m.group(1)} status={m.group(2)} reason={m.group(5)}")
+        # kernel lines come from the ring, in the order the answers were sent
+        assert got == want, (plane, got)

@@ -124,7 +124,11 @@ Decision BpfDecider::decide(std::string_view request, uint32_t listener, const s
         d.route = static_cast<int>(o.route_key % L7_MAX_ROUTES);
     if (o.kind == kDecisionKernel || (o.reason == L7_R_POOL_MISS && o.pool[0] != kNoPool))
         d.verdict = Verdict::Kernel;  // routed and picked: the harness's pools have no connection to claim
-    else if (o.reason == L7_R_RBAC_DENY) {
+    else if (o.kind == kDecisionAnswer && (o.answer == L7_ANS_NO_TOKEN || o.answer == L7_ANS_BAD_TOKEN)) {
+        d.verdict = Verdict::Unauthorized;
+        d.token_presented = o.answer == L7_ANS_BAD_TOKEN;
+        d.response = o.resp % L7_MAX_RESPONSES;
+    } else if (o.reason == L7_R_RBAC_DENY) {
         d.verdict = Verdict::RbacDeny;
         d.answered = o.kind == kDecisionAnswer;
         d.rbac_rule = o.rbac_rule == L7_NO_RULE ? -1 : static_cast<int>(o.rbac_rule);

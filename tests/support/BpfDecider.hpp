@@ -27,6 +27,7 @@ enum class Verdict {
     NoRoute,
     SlowPath,  // handed to the slow path (`reason` says why)
     RbacDeny,  // the kernel's rules pass denied (or could not decide)
+    Unauthorized,  // the kernel answers a JWT route's 401 itself
 };
 
 struct Decision {
@@ -38,6 +39,11 @@ struct Decision {
     // decided by the route's rule `rbac_rule` (-1: its default action)
     bool answered = false;
     int rbac_rule = -1;
+    // Unauthorized: the 401 with error="invalid_token" (an empty or too large
+    // token), else the one without (no token); `response` is its index in
+    // the installed CompiledTables::responses
+    bool token_presented = false;
+    uint32_t response = 0;
 };
 
 // The inputs the harness takes from the test instead of the kernel, per

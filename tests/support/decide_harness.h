@@ -30,6 +30,8 @@ struct dh_out {
 	__u32 rbac_rule;   /* a denial the kernel answers: the deciding rule's
 			    * position in its route; 0xffffffff: the default */
 	__u32 pool[DH_PICKS]; /* pool of pick i; 0xffffffff: none */
+	__u32 answer;      /* an answer (kind L7_D_ANSWER): enum l7_answer_kind */
+	__u32 resp;        /* and its key in l7_responses */
 };
 
 #endif

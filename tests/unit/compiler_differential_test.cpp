@@ -448,6 +448,9 @@ bool check_policy(const Policy& policy, const CompiledTables& t, BpfDecider& ker
                 return false;
             }
             break;
+        case Verdict::Unauthorized:
+            ADD_FAILURE() << "kernel: a 401, where the generated policies have no JWT route\nrequest " << rq.str();
+            return false;
         case Verdict::RbacDeny:
         case Verdict::Kernel: {
             if (d.verdict == Verdict::Kernel)

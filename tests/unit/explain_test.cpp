@@ -272,7 +272,28 @@ TEST_F(ExplainTest, JwtMissingInvalidAndValid)
     EXPECT_EQ(none.at("route"), "secure");
     EXPECT_EQ(none.at("response.status"), "401");
     EXPECT_EQ(none.at("response.reason"), "jwt_missing");
-    EXPECT_EQ(none.at("plane.reason"), "to_slow_path_jwt_none");
+    // the kernel sends the 401 to a local client
+    EXPECT_EQ(none.at("plane.plane"), "kernel");
+    EXPECT_EQ(none.at("plane.reason"), "null");
+    EXPECT_NE(none.at("plane.why").find("the kernel sends its 401 itself"), std::string::npos) << none.at("plane.why");
+    EXPECT_EQ(none.at("plane.remote_clients"),
+              "user (to_slow_path_answer_remote: the kernel answers local clients only)");
+    // another scheme is no token either; the scheme alone is a malformed
+    // one, which the slow path reads
+    const Explained basic = run(get("/secure/a", {{"Authorization", "Basic dXNlcjpwYXNz"}}));
+    EXPECT_EQ(basic.at("response.reason"), "jwt_missing");
+    EXPECT_EQ(basic.at("plane.plane"), "kernel");
+    const Explained bare = run(get("/secure/a", {{"Authorization", "Bearer"}}));
+    EXPECT_EQ(bare.at("response.reason"), "jwt_malformed");
+    EXPECT_EQ(bare.at("plane.reason"), "to_slow_path_jwt_other");
+    // a request that asks to close gets its 401 with connection: close,
+    // from the slow path
+    const Explained closing = run(get("/secure/a", {{"Connection", "close"}}));
+    EXPECT_EQ(closing.at("plane.reason"), "to_slow_path_jwt_none");
+    const Explained closing_bad =
+        run(get("/secure/a", {{"Connection", "close"}, {"Authorization", "Bearer " + std::string(20000, 'a')}}));
+    EXPECT_EQ(closing_bad.at("response.reason"), "jwt_too_large");
+    EXPECT_EQ(closing_bad.at("plane.reason"), "to_slow_path_jwt_bad");
 
     ExplainRequest forged = get("/secure/a");
     forged.token = test_support::hs256_token(R"({"iss":"https://idp","exp":4102444800})", std::string(32, 'x'));

@@ -758,6 +758,22 @@ private:
 
     // ---- routes ---------------------------------------------------------------
 
+    // The index of the 401 a JWT route refuses a request with (no token, or
+    // with error="invalid_token" when one was presented), added to t on
+    // first use; L7_RESP_NONE when the table is full (the slow path sends it).
+    uint32_t unauthorized_response(CompiledTables& t, bool token_presented)
+    {
+        uint32_t& at = unauthorized_at_[token_presented];
+        if (at == L7_RESP_NONE && t.responses.size() < L7_MAX_RESPONSES) {
+            const auto resp = kernel_response(unauthorized(token_presented, false), 401);
+            if (resp) {
+                at = static_cast<__u32>(t.responses.size());
+                t.responses.push_back(*resp);
+            }
+        }
+        return at;
+    }
+
     void place_routes(CompiledTables& t)
     {
         for (uint32_t r = 0; r < p_.routes.size(); r++) {
@@ -785,9 +801,15 @@ private:
                 t.mutations.emplace_back(r, *s.mutation);
             }
             out.stats_id = r;
+            out.resp_no_token = L7_RESP_NONE;
+            out.resp_bad_token = L7_RESP_NONE;
             if (placement.kernel && s.jwt_provider) {
                 out.flags |= L7_RF_JWT;
                 out.jwt_provider = static_cast<__u16>(*s.jwt_provider);
+                // the 401s, one of each per generation, shared by the routes
+                out.resp_no_token = unauthorized_response(t, false);
+                out.resp_bad_token = unauthorized_response(t, true);
+                placement.kernel_unauthorized = out.resp_no_token != L7_RESP_NONE && out.resp_bad_token != L7_RESP_NONE;
             }
             uint32_t cum = 0;
             for (size_t i = 0; i < s.targets.size(); i++) {
@@ -804,7 +826,6 @@ private:
                 t.responses.push_back(*s.response);
             }
             out.resp_deny = L7_RESP_NONE;
-            out.resp_no_token = L7_RESP_NONE;
             if (placement.kernel && s.rule_first) {
                 const Rbac& rbac = *p_.routes[r].rbac;
                 out.flags |= L7_RF_RBAC;
@@ -840,6 +861,7 @@ private:
             out.hdr = static_cast<__u16>(hdr_slot_.at(lower(jp.from.name)));
             out.prefix_len = static_cast<__u16>(prefix.size());
             out.max_token = static_cast<__u16>(std::min<uint32_t>(jp.max_token_bytes, L7_JWT_MAX_TOKEN));
+            out.max_bytes = static_cast<__u16>(std::min<uint32_t>(jp.max_token_bytes, 0xffff));
             std::memcpy(out.prefix, prefix.data(), prefix.size());
         }
     }
@@ -977,6 +999,7 @@ private:
     std::vector<std::shared_ptr<const l7_lb_table>> lb_tables_;
     std::vector<std::string> cluster_reason_;  // non-empty: no kernel endpoints
     std::vector<std::string> jwt_reason_;      // per provider; non-empty: user space
+    uint32_t unauthorized_at_[2] = {L7_RESP_NONE, L7_RESP_NONE};  // unauthorized_response()
 };
 
 }  // namespace

@@ -38,6 +38,9 @@ struct RoutePlacement {
     std::string reason;  // why not in the kernel; empty when kernel
     // a kernel route with RBAC whose denial the kernel sends (l7_route.resp_deny)
     bool kernel_denials = false;
+    // a kernel route with JWT whose 401s (no token, an empty or too large
+    // one) the kernel sends (l7_route.resp_no_token, resp_bad_token)
+    bool kernel_unauthorized = false;
 };
 
 struct ListenerPlacement {
@@ -70,9 +73,9 @@ struct CompiledTables {
     std::vector<l7_jwt_provider> jwt_providers;
     // (route index, table) of every route with L7_RF_MUTATE, ascending
     std::vector<std::pair<uint32_t, l7_mutation>> mutations;
-    // the answers the kernel sends: direct responses and RBAC denials of
-    // kernel routes, index l7_route.resp_direct / resp_deny (at most
-    // L7_MAX_RESPONSES)
+    // the answers the kernel sends: direct responses, RBAC denials and the
+    // two 401s of kernel routes, index l7_route.resp_direct / resp_deny /
+    // resp_no_token / resp_bad_token (at most L7_MAX_RESPONSES)
     std::vector<l7_response> responses;
     std::vector<RoutePlacement> placement;              // one per Policy::routes entry
     std::vector<ListenerPlacement> listener_placement;  // one per Policy::listeners entry

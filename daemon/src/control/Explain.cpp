@@ -242,6 +242,37 @@ bool kernel_superset_holds(const policy::Route& r, const policy::RouteTrace& t)
     return true;
 }
 
+// How the kernel's JWT admission (bpf/include/l7_jwtcache.h) reads a
+// request's token: a 401 it can send itself (no token, an empty or too
+// large one), a shape it leaves to the slow path, or a token to look up in
+// the verified-token cache.
+enum class KernelToken { Refused, Other, Present };
+
+KernelToken kernel_token(const policy::JwtProvider& p, const policy::RequestView& view)
+{
+    const policy::HeaderField* field = nullptr;
+    for (const policy::HeaderField& f : view.headers)
+        if (policy::text::iequals(f.name, p.from.name)) {
+            if (field)
+                return KernelToken::Other;  // a repeated match header: the route pass hands it over
+            field = &f;
+        }
+    if (!field)
+        return KernelToken::Refused;
+    const std::string_view v = field->value, prefix = p.from_prefix;
+    // another scheme; a value no longer than the prefix may be the scheme alone
+    if (v.size() < prefix.size() || !policy::text::iequals(v.substr(0, prefix.size()), prefix))
+        return v.size() > prefix.size() ? KernelToken::Refused : KernelToken::Other;
+    const std::string_view token = v.substr(prefix.size());
+    if (token.empty())
+        return KernelToken::Refused;
+    if (token.front() == ' ' || token.front() == '\t')
+        return KernelToken::Other;
+    if (token.size() > p.max_token_bytes)
+        return KernelToken::Refused;
+    return token.size() > L7_JWT_MAX_TOKEN ? KernelToken::Other : KernelToken::Present;
+}
+
 struct Plane {
     bool kernel = false;
     std::string reason;  // the data plane's hand-over reason (L7_REASON_NAMES), "" for kernel
@@ -535,10 +566,23 @@ std::optional<std::string> Explainer::run(const ExplainRequest& req, std::string
                                                                    ? std::string("jwt_missing")
                                                                    : "jwt_" + std::string(auth::reason_name(res.reason)));
         w_.end_object();
-        const auth::Extraction x = auth::extract_token(p, view);
-        if (x.status == auth::Status::Missing)
-            user_plane("jwt_none", "no token where provider " + p.name + " looks: the slow path answers 401");
-        else if (!res.ok())
+        const KernelToken kt = kernel_token(p, view);
+        const char* refusal = auth::extract_token(p, view).status == auth::Status::Missing ? "jwt_none" : "jwt_bad";
+        const bool kernel_sends = ri < placement_.routes.size() && placement_.routes[ri].kernel_unauthorized;
+        if (kt == KernelToken::Refused && !kernel_sends)
+            user_plane(refusal, "no token where provider " + p.name + " looks, or an empty or too large one: the "
+                                "slow path answers 401 (beyond the kernel's " + std::to_string(L7_MAX_RESPONSES) +
+                                " answers)");
+        if (kt == KernelToken::Refused && kernel_sends) {
+            // the kernel sends the 401 (l7_g_decide), in its keep-alive form only
+            if (m.flags & L7_MF_CLOSE)
+                user_plane(refusal, "no token, or an empty or too large one, and the request asks to close the "
+                                    "connection: the slow path answers 401 with connection: close");
+            plane.answered = true;
+        } else if (kt == KernelToken::Other) {
+            user_plane("jwt_other", "the token's shape is the slow path's to read (the scheme alone, spaces after "
+                                    "it, or longer than the kernel's verified-token cache holds)");
+        } else if (!res.ok())
             user_plane("jwt_miss", "the token is not valid, so never in the kernel's verified-token cache: the "
                                    "slow path answers 401");
         else if (dataplane && plane.reason.empty()) {
@@ -735,7 +779,9 @@ std::optional<std::string> Explainer::run(const ExplainRequest& req, std::string
         plane.kernel = true;
         plane.why = plane.answered
                         ? std::string("a kernel route, and the kernel sends its ") +
-                              (v.kind == proxy::Verdict::Kind::RbacDenied ? "RBAC denial" : "direct response") +
+                              (v.kind == proxy::Verdict::Kind::RbacDenied ? "RBAC denial"
+                               : v.kind == proxy::Verdict::Kind::Direct   ? "direct response"
+                                                                          : "401") +
                               " itself when the request is the whole of one write (a body that comes later, or a "
                               "pipelined request behind it, goes to the slow path: to_slow_path_too_big, "
                               "to_slow_path_pipelined)"

@@ -118,6 +118,8 @@ RouteCounters& RouteCounters::operator+=(const RouteCounters& o)
         latency[i] += o.latency[i];
     direct_responses += o.direct_responses;
     rbac_denied += o.rbac_denied;
+    jwt_missing += o.jwt_missing;
+    jwt_invalid += o.jwt_invalid;
     return *this;
 }
 

@@ -33,6 +33,8 @@ struct RouteCounters {
     uint64_t latency[L7_LAT_BUCKETS] = {};  // l7_lat_bucket
     uint64_t direct_responses = 0;          // of `requests`: answered with the route's direct response
     uint64_t rbac_denied = 0;               // of `requests`: answered with the route's RBAC denial
+    uint64_t jwt_missing = 0;               // of `requests`: answered 401, no token
+    uint64_t jwt_invalid = 0;               // of `requests`: answered 401, an empty or too large token
 
     RouteCounters& operator+=(const RouteCounters& o);
     // One response: its status, bytes sent to the client and the time since

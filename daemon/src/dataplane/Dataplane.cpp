@@ -892,6 +892,8 @@ RouteCounters Dataplane::route_counters(uint32_t gen, uint32_t route) const
             out.latency[i] += s.latency[i];
         out.direct_responses += s.direct_responses;
         out.rbac_denied += s.rbac_denied;
+        out.jwt_missing += s.jwt_missing;
+        out.jwt_invalid += s.jwt_invalid;
     }
     return out;
 }

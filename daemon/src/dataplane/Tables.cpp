@@ -86,7 +86,8 @@ void TableWriter::write(const policy::CompiledTables& t, std::span<const uint32_
         uint32_t k = gen * L7_MAX_ROUTES + route;
         update_or_throw(maps_.mutations, &k, &m, "l7_mutations");
     }
-    // read only at a route's resp_direct (L7_RF_DIRECT) or resp_deny
+    // read only at a route's resp_direct (L7_RF_DIRECT), resp_deny,
+    // resp_no_token or resp_bad_token
     for (uint32_t i = 0; i < t.responses.size() && i < L7_MAX_RESPONSES; i++) {
         uint32_t k = gen * L7_MAX_RESPONSES + i;
         update_or_throw(maps_.responses, &k, &t.responses[i], "l7_responses");

@@ -230,13 +230,19 @@ std::string rbac_rule_name(const policy::Route& route, const Verdict& v)
 
 std::string verdict_reason(const policy::Route& route, const Verdict& v)
 {
-    switch (v.kind) {
+    return verdict_reason(v.kind, v.jwt_reason,
+                          v.kind == Verdict::Kind::RbacDenied ? rbac_rule_name(route, v) : std::string());
+}
+
+std::string verdict_reason(Verdict::Kind kind, auth::Reason jwt_reason, std::string_view rule)
+{
+    switch (kind) {
     case Verdict::Kind::JwtMissing:
         return "jwt_missing";
     case Verdict::Kind::JwtInvalid:
-        return "jwt_" + std::string(auth::reason_name(v.jwt_reason));
+        return "jwt_" + std::string(auth::reason_name(jwt_reason));
     case Verdict::Kind::RbacDenied:
-        return "rbac_denied:" + rbac_rule_name(route, v);
+        return "rbac_denied:" + std::string(rule);
     case Verdict::Kind::RateLimited:
         return "rate_limited";
     case Verdict::Kind::Direct:

@@ -98,6 +98,9 @@ std::string rbac_rule_name(const policy::Route& route, const Verdict& v);
 // ...), rbac_denied:<rule name> (":default" when no rule held),
 // rate_limited, direct_response; "" for a request it forwards.
 std::string verdict_reason(const policy::Route& route, const Verdict& v);
+// The same from its parts, where no route object says the rule's name (an
+// answer the kernel sent: `rule` is the deciding rule's name).
+std::string verdict_reason(Verdict::Kind kind, auth::Reason jwt_reason, std::string_view rule);
 
 // The head to send upstream: the route's request mutation plus the
 // forwarded-claim headers of its provider (Mutation.hpp gives the bytes).

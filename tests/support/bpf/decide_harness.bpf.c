@@ -117,6 +117,8 @@ int decide(void *ctx)
 	l7_g_decide(s, len, &conn, cfg);
 	out.kind = s->dec.kind;
 	out.reason = s->dec.reason;
+	out.answer = s->dec.answer;
+	out.resp = s->dec.resp;
 	out.route_key = s->dec.route_key;
 	out.route_flags = s->dec.route_flags;
 	out.pool[0] = s->dec.pool;

@@ -1,14 +1,15 @@
 #!/usr/bin/python3
 """What the kernel's own answers save: a route with a direct response
-(`direct`, the default) or an RBAC denial (`deny`: every request denied by
-a rule) under wrk (local clients in the test cgroup, 32 connections, 2
+(`direct`, the default), an RBAC denial (`deny`: every request denied by
+a rule) or a JWT route's 401 (`unauth`: every request without a token)
+under wrk (local clients in the test cgroup, 32 connections, 2
 threads), answered by l7fastd with the data plane and by one with
 kernel_dataplane = false, in interleaved rounds; per round the requests per
 second, wrk's mean latency and l7fastd's CPU time (utime + stime from
 /proc) per request. Compare the rounds' ratios, not absolute figures
 (shared machines).
 
-    scripts/bench/answers.py [ROUNDS] [SECONDS] [direct|deny]   (root; make build first)
+    scripts/bench/answers.py [ROUNDS] [SECONDS] [direct|deny|unauth]   (root; make build first)
 """
 import os
 import re
@@ -21,12 +22,13 @@ sys.path.insert(0, str(TOP / "tests" / "e2e"))
 os.environ.setdefault("L7FAST_BUILD", str(TOP / "build"))
 
 import l7env  # noqa: E402
-import test_kernel_answers  # noqa: E402  (its policy: "hello", a direct response; "fenced", RBAC)
+import test_kernel_answers  # noqa: E402  (its policy: "hello", a direct response; "fenced", RBAC; "locked", JWT)
 
 # what wrk asks for, and the route that answers: the kind of answer
 CASES = {
     "direct": ("hello", "/hello/x", []),
     "deny": ("fenced", "/fenced/x", ["-H", "X-Block: 1"]),  # rule "blocked": 403
+    "unauth": ("locked", "/locked/x", []),  # no token: 401
 }
 
 
@@ -40,7 +42,7 @@ def main():
     seconds = int(sys.argv[2]) if len(sys.argv) > 2 else 5
     kind = sys.argv[3] if len(sys.argv) > 3 else "direct"
     if kind not in CASES:
-        sys.exit(f"answers: unknown case {kind!r} (direct or deny)")
+        sys.exit(f"answers: unknown case {kind!r} ({', '.join(CASES)})")
     route, path, extra = CASES[kind]
     reason = l7env.skip_reason()
     if reason:

@@ -807,9 +807,12 @@ private:
                 out.flags |= L7_RF_JWT;
                 out.jwt_provider = static_cast<__u16>(*s.jwt_provider);
                 // the 401s, one of each per generation, shared by the routes
+                // (both or neither: explain says one plane for both)
                 out.resp_no_token = unauthorized_response(t, false);
                 out.resp_bad_token = unauthorized_response(t, true);
                 placement.kernel_unauthorized = out.resp_no_token != L7_RESP_NONE && out.resp_bad_token != L7_RESP_NONE;
+                if (!placement.kernel_unauthorized)
+                    out.resp_no_token = out.resp_bad_token = L7_RESP_NONE;
             }
             uint32_t cum = 0;
             for (size_t i = 0; i < s.targets.size(); i++) {
@@ -861,6 +864,8 @@ private:
             out.hdr = static_cast<__u16>(hdr_slot_.at(lower(jp.from.name)));
             out.prefix_len = static_cast<__u16>(prefix.size());
             out.max_token = static_cast<__u16>(std::min<uint32_t>(jp.max_token_bytes, L7_JWT_MAX_TOKEN));
+            // a head never holds a token that long: saturating is exact
+            static_assert(L7_SCRATCH_SIZE < 0xffff);
             out.max_bytes = static_cast<__u16>(std::min<uint32_t>(jp.max_token_bytes, 0xffff));
             std::memcpy(out.prefix, prefix.data(), prefix.size());
         }

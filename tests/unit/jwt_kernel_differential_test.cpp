@@ -36,50 +36,27 @@ namespace {
 
 constexpr uint64_t kTestSeed = 20261204;  // fixed: a failure reproduces
 
+// One provider (HS256, one key) and its route of the same name.
+std::string provider_and_route(const std::string& name, const std::string& from, uint32_t max_token_bytes)
+{
+    return "[[jwt_provider]]\nname = \"" + name + "\"\n" + from + "algorithms = [\"HS256\"]\n" +
+           "keys = [ { alg = \"HS256\", secret_base64url = \"c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3JldA\" } ]\n" +
+           "max_token_bytes = " + std::to_string(max_token_bytes) + "\n[[route]]\nname = \"" + name +
+           "\"\nmatch = { path_prefix = \"/" + name + "\" }\ncluster = \"app\"\njwt = \"" + name + "\"\n";
+}
+
 // Three providers: the default Authorization "Bearer " prefix with a small
 // max_token_bytes, a header without a prefix at the loader's minimum, and a
 // prefix without a trailing space whose max_token_bytes is beyond what the
 // kernel's cache holds (L7_JWT_MAX_TOKEN).
-constexpr const char* kPolicy = R"(
-[[listener]]
-name = "web"
-address = "127.0.0.1:8080"
-[[cluster]]
-name = "app"
-endpoints = [ { address = "127.0.0.1:9001" } ]
-[[jwt_provider]]
-name = "bearer"
-algorithms = ["HS256"]
-keys = [ { alg = "HS256", secret_base64url = "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3JldA" } ]
-max_token_bytes = 100
-[[jwt_provider]]
-name = "plain"
-from = { header = "x-token" }
-algorithms = ["HS256"]
-keys = [ { alg = "HS256", secret_base64url = "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3JldA" } ]
-max_token_bytes = 64
-[[jwt_provider]]
-name = "colon"
-from = { header = "x-jwt", prefix = "JWT:" }
-algorithms = ["HS256"]
-keys = [ { alg = "HS256", secret_base64url = "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3JldA" } ]
-max_token_bytes = 4000
-[[route]]
-name = "bearer"
-match = { path_prefix = "/bearer" }
-cluster = "app"
-jwt = "bearer"
-[[route]]
-name = "plain"
-match = { path_prefix = "/plain" }
-cluster = "app"
-jwt = "plain"
-[[route]]
-name = "colon"
-match = { path_prefix = "/colon" }
-cluster = "app"
-jwt = "colon"
-)";
+std::string policy_text()
+{
+    return "[[listener]]\nname = \"web\"\naddress = \"127.0.0.1:8080\"\n"
+           "[[cluster]]\nname = \"app\"\nendpoints = [ { address = \"127.0.0.1:9001\" } ]\n" +
+           provider_and_route("bearer", "", 100) +
+           provider_and_route("plain", "from = { header = \"x-token\" }\n", 64) +
+           provider_and_route("colon", "from = { header = \"x-jwt\", prefix = \"JWT:\" }\n", 4000);
+}
 
 struct Case {
     std::string path;
@@ -195,7 +172,7 @@ TEST(JwtKernelDifferential, RefusalsAgreeWithTheReference)
 {
     if (geteuid() != 0)
         GTEST_SKIP() << "runs the data plane's decision in the kernel: needs root";
-    PolicyLoadResult loaded = PolicyLoader::load_string(kPolicy, "jwt-differential.toml");
+    PolicyLoadResult loaded = PolicyLoader::load_string(policy_text(), "jwt-differential.toml");
     ASSERT_TRUE(loaded.ok()) << loaded.error_text();
     const Policy policy = std::move(loaded).policy();
     const CompiledTables t = compile(policy, kTestSeed, [](const SocketAddress&) { return std::optional<uint32_t>(0); });

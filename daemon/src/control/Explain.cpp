@@ -567,7 +567,7 @@ std::optional<std::string> Explainer::run(const ExplainRequest& req, std::string
                                                                    : "jwt_" + std::string(auth::reason_name(res.reason)));
         w_.end_object();
         const KernelToken kt = kernel_token(p, view);
-        const char* refusal = auth::extract_token(p, view).status == auth::Status::Missing ? "jwt_none" : "jwt_bad";
+        const char* refusal = res.status == auth::Status::Missing ? "jwt_none" : "jwt_bad";
         const bool kernel_sends = ri < placement_.routes.size() && placement_.routes[ri].kernel_unauthorized;
         if (kt == KernelToken::Refused && !kernel_sends)
             user_plane(refusal, "no token where provider " + p.name + " looks, or an empty or too large one: the "

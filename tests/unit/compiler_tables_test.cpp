@@ -1322,3 +1322,49 @@ TEST(CompilerTables, HashKeyHeaderBeyondTheMatchHeaders)
     EXPECT_NE(t.placement.back().reason.find("x-user is beyond the 16 distinct header names"), std::string::npos)
         << t.placement.back().reason;
 }
+
+// The two 401s of kernel JWT routes: stored once per generation with the
+// slow path's bytes and shared by every JWT route; both or neither, when
+// the answer table has room for both.
+TEST(CompilerTables, JwtRoutesShareTheTwoKernel401sOrLeaveBothToUserSpace)
+{
+    const auto policy_with = [](int direct) {
+        std::string s = R"(
+[[jwt_provider]]
+name = "idp"
+algorithms = ["HS256"]
+keys = [ { alg = "HS256", secret_base64url = "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3JldA" } ]
+)";
+        for (int i = 0; i < direct; i++)
+            s += "[[route]]\nname = \"d" + std::to_string(i) + "\"\ndirect_response = { status = 204 }\n" +
+                 "[route.match]\npath_exact = \"/d" + std::to_string(i) + "\"\n";
+        s += route_block("jwt-a", "path_prefix = \"/a\"", "jwt = \"idp\"\n");
+        s += route_block("jwt-b", "path_prefix = \"/b\"", "jwt = \"idp\"\n");
+        return load(s);
+    };
+    for (const int direct : {3, L7_MAX_RESPONSES - 2, L7_MAX_RESPONSES - 1}) {
+        const Policy p = policy_with(direct);
+        PoolIds pools;
+        const CompiledTables t = compile_policy(p, pools);
+        const bool fits = direct + 2 <= L7_MAX_RESPONSES;
+        ASSERT_EQ(t.responses.size(), static_cast<size_t>(direct + (fits ? 2 : 0))) << direct;
+        for (int r = direct; r < direct + 2; r++) {
+            ASSERT_TRUE(t.placement[r].kernel) << t.placement[r].reason;
+            EXPECT_EQ(t.placement[r].kernel_unauthorized, fits) << direct;
+            const l7_route& kr = t.routes[r];
+            if (!fits) {
+                EXPECT_EQ(kr.resp_no_token, L7_RESP_NONE);
+                EXPECT_EQ(kr.resp_bad_token, L7_RESP_NONE);
+                continue;
+            }
+            EXPECT_EQ(kr.resp_no_token, static_cast<uint32_t>(direct));
+            EXPECT_EQ(kr.resp_bad_token, static_cast<uint32_t>(direct + 1));
+            for (const auto& [at, presented] : {std::pair{kr.resp_no_token, false}, std::pair{kr.resp_bad_token, true}}) {
+                const l7_response& resp = t.responses[at];
+                EXPECT_EQ(resp.status, 401);
+                EXPECT_EQ(std::string(reinterpret_cast<const char*>(resp.bytes), resp.len),
+                          unauthorized(presented, false).bytes);
+            }
+        }
+    }
+}

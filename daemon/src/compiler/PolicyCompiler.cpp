@@ -758,20 +758,24 @@ private:
 
     // ---- routes ---------------------------------------------------------------
 
-    // The index of the 401 a JWT route refuses a request with (no token, or
-    // with error="invalid_token" when one was presented), added to t on
-    // first use; L7_RESP_NONE when the table is full (the slow path sends it).
-    uint32_t unauthorized_response(CompiledTables& t, bool token_presented)
+    // The indexes of the two 401s JWT routes refuse requests with (no
+    // token; error="invalid_token" when one was presented), both added to t
+    // on first use and shared by the generation's routes; nothing when they
+    // do not both fit (the slow path sends them).
+    const std::optional<std::array<uint32_t, 2>>& unauthorized_responses(CompiledTables& t)
     {
-        uint32_t& at = unauthorized_at_[token_presented];
-        if (at == L7_RESP_NONE && t.responses.size() < L7_MAX_RESPONSES) {
-            const auto resp = kernel_response(unauthorized(token_presented, false), 401);
-            if (resp) {
-                at = static_cast<__u32>(t.responses.size());
-                t.responses.push_back(*resp);
+        if (!unauthorized_tried_) {
+            unauthorized_tried_ = true;
+            const auto none = kernel_response(unauthorized(false, false), 401);
+            const auto bad = kernel_response(unauthorized(true, false), 401);
+            if (none && bad && t.responses.size() + 2 <= L7_MAX_RESPONSES) {
+                unauthorized_at_ = {static_cast<uint32_t>(t.responses.size()),
+                                    static_cast<uint32_t>(t.responses.size() + 1)};
+                t.responses.push_back(*none);
+                t.responses.push_back(*bad);
             }
         }
-        return at;
+        return unauthorized_at_;
     }
 
     void place_routes(CompiledTables& t)
@@ -806,13 +810,12 @@ private:
             if (placement.kernel && s.jwt_provider) {
                 out.flags |= L7_RF_JWT;
                 out.jwt_provider = static_cast<__u16>(*s.jwt_provider);
-                // the 401s, one of each per generation, shared by the routes
-                // (both or neither: explain says one plane for both)
-                out.resp_no_token = unauthorized_response(t, false);
-                out.resp_bad_token = unauthorized_response(t, true);
-                placement.kernel_unauthorized = out.resp_no_token != L7_RESP_NONE && out.resp_bad_token != L7_RESP_NONE;
-                if (!placement.kernel_unauthorized)
-                    out.resp_no_token = out.resp_bad_token = L7_RESP_NONE;
+                // both 401s or neither: explain says one plane for both
+                if (const auto& at = unauthorized_responses(t)) {
+                    out.resp_no_token = (*at)[0];
+                    out.resp_bad_token = (*at)[1];
+                    placement.kernel_unauthorized = true;
+                }
             }
             uint32_t cum = 0;
             for (size_t i = 0; i < s.targets.size(); i++) {
@@ -1004,7 +1007,9 @@ private:
     std::vector<std::shared_ptr<const l7_lb_table>> lb_tables_;
     std::vector<std::string> cluster_reason_;  // non-empty: no kernel endpoints
     std::vector<std::string> jwt_reason_;      // per provider; non-empty: user space
-    uint32_t unauthorized_at_[2] = {L7_RESP_NONE, L7_RESP_NONE};  // unauthorized_response()
+    // unauthorized_responses()
+    bool unauthorized_tried_ = false;
+    std::optional<std::array<uint32_t, 2>> unauthorized_at_;
 };
 
 }  // namespace

@@ -1211,9 +1211,17 @@ L7_INLINE int l7_fast_known_field(struct l7_ws *ws, __u32 n, __u32 nl, __u64 lw0
 		m->content_length = v;
 		return 0;
 	case 17:
-		/* transfer-encoding: "transfer" "-encodin" and a 'g' or 'G' */
-		return lw0 == L7_LIT_TRANSFER && lw1 == L7_LIT__ENCODIN &&
-		       (l7_wat(ws, h->name_off + 16) | 0x20) == 'g';
+		/* transfer-encoding: "transfer" "-encodin" and a 'g' or 'G';
+		 * its one value l7_known_field takes, a lone "chunked" (any
+		 * case), here too: the rest (a second line, other codings)
+		 * to the strict stages, which refuse it */
+		if (lw0 != L7_LIT_TRANSFER || lw1 != L7_LIT__ENCODIN ||
+		    (l7_wat(ws, h->name_off + 16) | 0x20) != 'g')
+			return 0;
+		if ((m->flags & L7_MF_HAS_TE) || !l7_ws_lit(ws, vo, vl, 7, L7_LIT_CHUNKED, 0, 0))
+			return 1;
+		m->flags |= L7_MF_HAS_TE;
+		return 0;
 	}
 	return 0;
 }

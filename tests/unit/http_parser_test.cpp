@@ -460,6 +460,8 @@ TEST(HttpParserFast, PlainHeadsAreDecidedWordAtATime)
                          "Connection: keep-alive\r\n\r\nhello world!"),
              std::string("HEAD / HTTP/1.0\r\nConnection: close\r\nhost:h\r\n\r\n"),
              std::string("DELETE /a/b/c HTTP/1.1\r\nHost: a.example:\r\nX-Empty:\r\nX-Tab:\tv\r\n\r\n"),
+             std::string("POST /up HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"),
+             std::string("PUT /up HTTP/1.1\r\ntransfer-encoding:CHUNKED\r\nHost: h\r\n\r\n"),
          }) {
         EXPECT_EQ(fast_stages(s, true), L7_P_OK) << s;
         EXPECT_TRUE(same_result(s, true)) << s;
@@ -468,6 +470,13 @@ TEST(HttpParserFast, PlainHeadsAreDecidedWordAtATime)
                           "Content-Type: text/plain\r\nContent-Length: 3\r\nConnection: keep-alive\r\n\r\nok\n";
     EXPECT_EQ(fast_stages(r, false), L7_P_OK);
     EXPECT_TRUE(same_result(r, false));
+    const std::string chunked = "HTTP/1.1 200 OK\r\nServer: gunicorn\r\nTransfer-Encoding: chunked\r\n"
+                                "Content-Type: application/json\r\n\r\n3\r\nok\n\r\n0\r\n\r\n";
+    EXPECT_EQ(fast_stages(chunked, false), L7_P_OK);
+    EXPECT_TRUE(same_result(chunked, false));
+    l7_msg m{};
+    ASSERT_EQ(parse_head({chunked.data(), chunked.size()}, false, &m), L7_P_OK);
+    EXPECT_EQ(m.body_kind, L7_BODY_CHUNKED);
 }
 
 TEST(HttpParserFast, EverythingElseIsLeftToTheStrictStages)
@@ -490,7 +499,10 @@ TEST(HttpParserFast, EverythingElseIsLeftToTheStrictStages)
              std::string("GET / HTTP/1.1\r\nHost: a:b\r\n\r\n"),            // a port that is no number (400)
              std::string("GET / HTTP/1.1\r\nHost: h\r\nHost: h\r\n\r\n"),   // Host twice (400)
              std::string("GET / HTTP/1.1\r\nHost: h\r\nConnection: close, x\r\n\r\n"),  // a token list
-             std::string("GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"),
+             std::string("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip\r\n\r\n"),  // (501)
+             std::string("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked, chunked\r\n\r\n"),
+             std::string("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n"
+                         "Transfer-Encoding: chunked\r\n\r\n"),  // twice (400)
              std::string("GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n"),
              std::string("GET / HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\n\r\n"),
              std::string("GET / HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\n\r\n"),
@@ -507,12 +519,16 @@ TEST(HttpParserFast, AgreesWithTheStrictStagesOnGeneratedHeads)
     // the fuzzers do this at length (http_parse, http_diff); here a fixed
     // sample of mutations of plain heads, every one compared field by field
     std::mt19937 rng(7);
-    const std::string base = "GET /svc/item?q=1 HTTP/1.1\r\nHost: bench.example:8080\r\nUser-Agent: wrk\r\n"
-                             "Content-Length: 4\r\nConnection: close\r\nX-User: alice\r\n\r\nbody";
+    const std::string bases[] = {
+        "GET /svc/item?q=1 HTTP/1.1\r\nHost: bench.example:8080\r\nUser-Agent: wrk\r\n"
+        "Content-Length: 4\r\nConnection: close\r\nX-User: alice\r\n\r\nbody",
+        "POST /svc/up HTTP/1.1\r\nHost: bench.example\r\nTransfer-Encoding: chunked\r\n"
+        "Connection: keep-alive\r\n\r\n4\r\nbody\r\n0\r\n\r\n",
+    };
     const char alphabet[] = " \t:/?#@[]\\-_.%AZaz09\r\n\x7f\x80";
     unsigned fast = 0;
     for (int i = 0; i < 20000; i++) {
-        std::string s = base;
+        std::string s = bases[i % 2];
         int edits = 1 + static_cast<int>(rng() % 3);
         for (int e = 0; e < edits; e++) {
             size_t at = rng() % s.size();

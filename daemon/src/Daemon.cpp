@@ -13,6 +13,7 @@
 #include <random>
 #include <sstream>
 
+#include "common/Capabilities.hpp"
 #include "common/Clock.hpp"
 #include "common/FdStore.hpp"
 #include "common/Log.hpp"
@@ -491,6 +492,7 @@ void Daemon::start()
     }
     if (!degraded_reason_.empty())
         log::warning("running degraded, every request takes the slow path: ", degraded_reason_);
+    drop_start_capabilities();
 
     server_ = std::make_unique<proxy::ProxyServer>(io_, dp_.get(), d.offload_remote_clients);
     server_->set_stats_route_names([this](uint32_t id) { return stats_route_name(id); });
@@ -708,6 +710,20 @@ control::ReloadOutcome Daemon::reload()
     notify("READY=1");
     emit_reloaded(out);
     return out;
+}
+
+void Daemon::drop_start_capabilities()
+{
+    const caps::Dropped r = caps::drop_start_only();
+    if (!r.error.empty())
+        log::warning("could not give up CAP_SYS_ADMIN after start-up (", r.error,
+                     "), so the daemon keeps it; a system call filter must allow capset(2), as "
+                     "l7fast.service does");
+    else if (r.had_sys_admin && !r.bounding)
+        log::notice("gave up CAP_SYS_ADMIN after loading the data plane; it stays in the bounding set "
+                    "(no CAP_SETPCAP to remove it)");
+    else if (r.had_sys_admin)
+        log::info("gave up CAP_SYS_ADMIN after loading the data plane (bounding set too)");
 }
 
 void Daemon::check_file_permissions()

@@ -86,6 +86,8 @@ private:
     void handle_signal(int sig);
     void notify(const std::string& state);
     void emit_reloaded(const control::ReloadOutcome& out);
+    // gives up CAP_SYS_ADMIN once the programs are loaded (common/Capabilities)
+    void drop_start_capabilities();
     // logs and keeps (for GetStatus) who else may write the policy files
     void check_file_permissions();
     void check_policy_content(const policy::Policy& pol);

@@ -191,10 +191,23 @@ fi
 	fail pinned "nothing pinned under /sys/fs/bpf/l7fast"
 pid=$(main_pid)
 if [ "${pid:-0}" != 0 ]; then
+	# the unit grants SYS_ADMIN and SETPCAP for start-up (module BTF for
+	# kfuncs); the running daemon must have given both up, in every set
 	bnd=$(awk '/^CapBnd/ { print $2 }' "/proc/$pid/status")
+	prm=$(awk '/^CapPrm/ { print $2 }' "/proc/$pid/status")
 	want=$(python3 -c 'print("%016x" % sum(1 << c for c in (10, 12, 24, 38, 39)))') # NET_BIND_SERVICE NET_ADMIN SYS_RESOURCE PERFMON BPF
-	[ "$bnd" = "$want" ] && pass capabilities "CapBnd $bnd = BPF PERFMON NET_ADMIN SYS_RESOURCE NET_BIND_SERVICE" ||
-		fail capabilities "CapBnd $bnd, want $want"
+	[ "$bnd" = "$want" ] && [ "$prm" = "$want" ] &&
+		pass capabilities "CapBnd = CapPrm = $bnd = BPF PERFMON NET_ADMIN SYS_RESOURCE NET_BIND_SERVICE (SYS_ADMIN, SETPCAP given up after start-up)" ||
+		fail capabilities "CapBnd $bnd, CapPrm $prm, want $want for both"
+fi
+# with the module loaded, the packaged daemon's probe loads an SK_MSG program
+# calling one of its kfuncs (libbpf needs CAP_SYS_ADMIN for module BTF)
+if [ -d /sys/module/l7fast ]; then
+	mod=$(echo "$STATUS_JSON" | python3 -c 'import json,sys; print(json.load(sys.stdin)["features"].get("l7fast.ko", ""))' 2>/dev/null || true)
+	case $mod in
+	*"kfuncs in socket programs: yes"*) pass module-kfuncs "status: l7fast.ko $mod" ;;
+	*) fail module-kfuncs "status: l7fast.ko ${mod:-(not reported)}" ;;
+	esac
 fi
 if [ "${pid:-0}" != 0 ]; then
 	# What the daemon's mount namespace allows: bpffs writable, kernel

@@ -572,7 +572,8 @@ static int t_install_keys(struct t_ctx *t)
 	return t->fail == f0 ? 0 : -1;
 }
 
-static int t_drop_net_admin(void)
+/* Takes `cap` out of this thread's effective set. */
+static int t_drop_cap(int cap)
 {
 	struct __user_cap_header_struct hdr = {
 		.version = _LINUX_CAPABILITY_VERSION_3,
@@ -581,8 +582,7 @@ static int t_drop_net_admin(void)
 
 	if (syscall(SYS_capget, &hdr, data))
 		return -errno;
-	data[CAP_TO_INDEX(CAP_NET_ADMIN)].effective &=
-		~CAP_TO_MASK(CAP_NET_ADMIN);
+	data[CAP_TO_INDEX(cap)].effective &= ~CAP_TO_MASK(cap);
 	if (syscall(SYS_capset, &hdr, data))
 		return -errno;
 	return 0;
@@ -600,7 +600,7 @@ static void t_unprivileged(struct t_ctx *t)
 	pid = fork();
 	if (pid == 0) {
 		code = 0;
-		if (t_drop_net_admin() || l7fast_kmodctl_open(&ctl))
+		if (t_drop_cap(CAP_NET_ADMIN) || l7fast_kmodctl_open(&ctl))
 			_exit(10);
 		if (l7fast_kmodctl_get_caps(ctl, &caps))
 			code |= 1;
@@ -872,6 +872,42 @@ static void t_caps(struct t_ctx *t)
 	t_group(t, "capabilities", p0, f0);
 }
 
+/*
+ * Why l7fast.service grants CAP_SYS_ADMIN for start-up (l7fastd gives it up
+ * once loaded): without it libbpf cannot walk the kernel's BTF objects
+ * (BPF_BTF_GET_NEXT_ID), skips module BTF, and the probe's program, which
+ * calls a module kfunc, fails to load.
+ */
+static void t_probe_needs_sys_admin(struct t_ctx *t)
+{
+	struct l7fast_probe_result pr;
+	int status, code;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		__u32 id = 0;
+
+		if (t_drop_cap(CAP_SYS_ADMIN))
+			_exit(10);
+		code = 0;
+		if (bpf_btf_get_next_id(0, &id) == 0 || errno != EPERM)
+			code |= 1;
+		if (l7fast_probe_socket_kfuncs(&pr) == L7FAST_PROBE_AVAILABLE)
+			code |= 2;
+		_exit(code);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid) {
+		t_result(t, 0, "probe-needs-sys-admin", "fork/wait failed");
+		return;
+	}
+	code = WIFEXITED(status) ? WEXITSTATUS(status) : 99;
+	t_result(t, code == 0, "probe-needs-sys-admin",
+		 "child without CAP_SYS_ADMIN: code %d (1 BTF walk allowed, "
+		 "2 probe available, 10 setup)", code);
+}
+
 static void t_probe(struct t_ctx *t)
 {
 	struct l7fast_probe_result pr;
@@ -886,6 +922,8 @@ static void t_probe(struct t_ctx *t)
 	       pr.reason);
 	t_result(t, s == want, "probe-socket-kfuncs", "status %d want %d: %s",
 		 s, want, pr.reason);
+	if (t->socket_expected)
+		t_probe_needs_sys_admin(t);
 	t_group(t, "daemon-probe", p0, f0);
 }
 

@@ -588,41 +588,51 @@ static int t_drop_cap(int cap)
 	return 0;
 }
 
-/* In a child without CAP_NET_ADMIN: caps readable, keys not writable. */
-static void t_unprivileged(struct t_ctx *t)
+/*
+ * Runs `fn` in a child process (to drop capabilities there) and reports its
+ * exit code as check `name`: 0 passes, `codes` says what the others mean.
+ */
+static void t_in_child(struct t_ctx *t, const char *name, int (*fn)(void), const char *codes)
 {
-	struct l7fast_kmodctl *ctl;
-	struct l7fast_kmod_caps caps;
 	int status, code;
 	pid_t pid;
 
 	fflush(stdout);
 	pid = fork();
-	if (pid == 0) {
-		code = 0;
-		if (t_drop_cap(CAP_NET_ADMIN) || l7fast_kmodctl_open(&ctl))
-			_exit(10);
-		if (l7fast_kmodctl_get_caps(ctl, &caps))
-			code |= 1;
-		if (l7fast_kmodctl_add_hmac_key(ctl, K_SCRATCH,
-						L7FAST_ALG_HS256, "k", 1, 0) !=
-		    -EPERM)
-			code |= 2;
-		if (l7fast_kmodctl_del_key(ctl, K_HS256_RFC7515) != -EPERM)
-			code |= 4;
-		if (l7fast_kmodctl_flush_keys(ctl) != -EPERM)
-			code |= 8;
-		l7fast_kmodctl_close(ctl);
-		_exit(code);
-	}
+	if (pid == 0)
+		_exit(fn());
 	if (pid < 0 || waitpid(pid, &status, 0) != pid) {
-		t_result(t, 0, "unprivileged", "fork/wait failed");
+		t_result(t, 0, name, "fork/wait failed");
 		return;
 	}
 	code = WIFEXITED(status) ? WEXITSTATUS(status) : 99;
-	t_result(t, code == 0, "unprivileged",
-		 "child code %d (1 caps, 2 add, 4 del, 8 flush, 10 setup)",
-		 code);
+	t_result(t, code == 0, name, "child code %d (%s)", code, codes);
+}
+
+/* Without CAP_NET_ADMIN: caps readable, keys not writable. */
+static int t_unprivileged_child(void)
+{
+	struct l7fast_kmodctl *ctl;
+	struct l7fast_kmod_caps caps;
+	int code = 0;
+
+	if (t_drop_cap(CAP_NET_ADMIN) || l7fast_kmodctl_open(&ctl))
+		return 10;
+	if (l7fast_kmodctl_get_caps(ctl, &caps))
+		code |= 1;
+	if (l7fast_kmodctl_add_hmac_key(ctl, K_SCRATCH, L7FAST_ALG_HS256, "k", 1, 0) != -EPERM)
+		code |= 2;
+	if (l7fast_kmodctl_del_key(ctl, K_HS256_RFC7515) != -EPERM)
+		code |= 4;
+	if (l7fast_kmodctl_flush_keys(ctl) != -EPERM)
+		code |= 8;
+	l7fast_kmodctl_close(ctl);
+	return code;
+}
+
+static void t_unprivileged(struct t_ctx *t)
+{
+	t_in_child(t, "unprivileged", t_unprivileged_child, "1 caps, 2 add, 4 del, 8 flush, 10 setup");
 }
 
 static void t_control(struct t_ctx *t)
@@ -876,36 +886,21 @@ static void t_caps(struct t_ctx *t)
  * Why l7fast.service grants CAP_SYS_ADMIN for start-up (l7fastd gives it up
  * once loaded): without it libbpf cannot walk the kernel's BTF objects
  * (BPF_BTF_GET_NEXT_ID), skips module BTF, and the probe's program, which
- * calls a module kfunc, fails to load.
+ * calls a module kfunc, fails to load (EINVAL).
  */
-static void t_probe_needs_sys_admin(struct t_ctx *t)
+static int t_probe_without_sys_admin(void)
 {
 	struct l7fast_probe_result pr;
-	int status, code;
-	pid_t pid;
+	__u32 id = 0;
+	int code = 0;
 
-	fflush(stdout);
-	pid = fork();
-	if (pid == 0) {
-		__u32 id = 0;
-
-		if (t_drop_cap(CAP_SYS_ADMIN))
-			_exit(10);
-		code = 0;
-		if (bpf_btf_get_next_id(0, &id) == 0 || errno != EPERM)
-			code |= 1;
-		if (l7fast_probe_socket_kfuncs(&pr) == L7FAST_PROBE_AVAILABLE)
-			code |= 2;
-		_exit(code);
-	}
-	if (pid < 0 || waitpid(pid, &status, 0) != pid) {
-		t_result(t, 0, "probe-needs-sys-admin", "fork/wait failed");
-		return;
-	}
-	code = WIFEXITED(status) ? WEXITSTATUS(status) : 99;
-	t_result(t, code == 0, "probe-needs-sys-admin",
-		 "child without CAP_SYS_ADMIN: code %d (1 BTF walk allowed, "
-		 "2 probe available, 10 setup)", code);
+	if (t_drop_cap(CAP_SYS_ADMIN))
+		return 10;
+	if (bpf_btf_get_next_id(0, &id) == 0 || errno != EPERM)
+		code |= 1;
+	if (l7fast_probe_socket_kfuncs(&pr) == L7FAST_PROBE_AVAILABLE)
+		code |= 2;
+	return code;
 }
 
 static void t_probe(struct t_ctx *t)
@@ -923,7 +918,8 @@ static void t_probe(struct t_ctx *t)
 	t_result(t, s == want, "probe-socket-kfuncs", "status %d want %d: %s",
 		 s, want, pr.reason);
 	if (t->socket_expected)
-		t_probe_needs_sys_admin(t);
+		t_in_child(t, "probe-needs-sys-admin", t_probe_without_sys_admin,
+			   "without CAP_SYS_ADMIN: 1 BTF walk allowed, 2 probe available, 10 setup");
 	t_group(t, "daemon-probe", p0, f0);
 }
 

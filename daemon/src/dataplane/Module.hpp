@@ -17,8 +17,9 @@ struct ModuleInfo {
     bool socket_kfuncs = false; // an SK_MSG program calling a kfunc passes the verifier
     std::string reason;         // why not loaded / why socket programs cannot call it
 
-    // "loaded 0.1.0 (ABI 1; kfuncs in socket programs: yes; sha256 hs256 ...)"
-    // or "absent: <reason>; <what the daemon does instead>"
+    // "loaded 0.1.0 (ABI 1; kfuncs in socket programs: yes; sha256 hs256 ...);
+    // <what the data plane uses of it>" or "absent: <reason>; <what the
+    // daemon does instead>"
     std::string summary() const;
 
     // Looks at sysfs and runs the kfunc probe (needs CAP_BPF); never fails.

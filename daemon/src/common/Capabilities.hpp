@@ -16,7 +16,8 @@ namespace l7fast::caps {
 struct Dropped {
     bool had_sys_admin = false;  // CAP_SYS_ADMIN was permitted before
     bool bounding = false;       // CAP_SYS_ADMIN is out of the bounding set now
-    std::string error;           // empty, or what failed (the sets are as before)
+    std::string error;           // empty, or what failed: CAP_SYS_ADMIN is then still
+                                 // effective and permitted
 };
 
 // Removes CAP_SYS_ADMIN and CAP_SETPCAP from the effective, permitted,

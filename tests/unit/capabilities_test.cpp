@@ -45,51 +45,52 @@ int child_checks()
     return 0;
 }
 
-}  // namespace
+// The child first loses CAP_SETPCAP (as a unit without it would start):
+// CAP_SYS_ADMIN then leaves every set but the bounding one.
+int child_checks_without_setpcap()
+{
+    __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3]{};
+    if (syscall(SYS_capget, &hdr, data) != 0)
+        return 10;
+    data[CAP_TO_INDEX(CAP_SETPCAP)].effective &= ~CAP_TO_MASK(CAP_SETPCAP);
+    data[CAP_TO_INDEX(CAP_SETPCAP)].permitted &= ~CAP_TO_MASK(CAP_SETPCAP);
+    if (syscall(SYS_capset, &hdr, data) != 0)
+        return 11;
+    caps::Dropped d = caps::drop_start_only();
+    if (!d.error.empty())
+        return 12;
+    if (!d.had_sys_admin || d.bounding || !caps::in_bounding_set(CAP_SYS_ADMIN))
+        return 13;
+    if (caps::effective(CAP_SYS_ADMIN))
+        return 14;
+    return 0;
+}
 
-TEST(Capabilities, SysAdminIsGivenUpForGoodAfterStartUp)
+// Runs `checks` in a child process (the drop must not reach the test
+// runner) and expects exit code 0; skips without root's capabilities.
+void expect_in_child(int (*checks)())
 {
     if (geteuid() != 0 || !caps::effective(CAP_SYS_ADMIN) || !caps::in_bounding_set(CAP_SETPCAP))
         GTEST_SKIP() << "needs root with CAP_SYS_ADMIN and CAP_SETPCAP";
     pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0)
-        _exit(child_checks());
+        _exit(checks());
     int status = 0;
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
     ASSERT_TRUE(WIFEXITED(status));
-    EXPECT_EQ(WEXITSTATUS(status), 0) << "check " << WEXITSTATUS(status)
-                                      << " failed (see child_checks)";
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "check " << WEXITSTATUS(status) << " failed (see the child's checks)";
+}
+
+}  // namespace
+
+TEST(Capabilities, SysAdminIsGivenUpForGoodAfterStartUp)
+{
+    expect_in_child(child_checks);
 }
 
 TEST(Capabilities, WithoutSetpcapTheBoundingSetKeepsItAndSaysSo)
 {
-    if (geteuid() != 0 || !caps::effective(CAP_SYS_ADMIN) || !caps::in_bounding_set(CAP_SETPCAP))
-        GTEST_SKIP() << "needs root with CAP_SYS_ADMIN and CAP_SETPCAP";
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-        // the child first loses CAP_SETPCAP (as a unit without it would
-        // start): CAP_SYS_ADMIN leaves every set but the bounding one
-        __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
-        __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3]{};
-        if (syscall(SYS_capget, &hdr, data) != 0)
-            _exit(10);
-        data[CAP_SETPCAP / 32].effective &= ~(1u << (CAP_SETPCAP % 32));
-        data[CAP_SETPCAP / 32].permitted &= ~(1u << (CAP_SETPCAP % 32));
-        if (syscall(SYS_capset, &hdr, data) != 0)
-            _exit(11);
-        caps::Dropped d = caps::drop_start_only();
-        if (!d.error.empty())
-            _exit(12);
-        if (!d.had_sys_admin || d.bounding || !caps::in_bounding_set(CAP_SYS_ADMIN))
-            _exit(13);
-        if (caps::effective(CAP_SYS_ADMIN))
-            _exit(14);
-        _exit(0);
-    }
-    int status = 0;
-    ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    ASSERT_TRUE(WIFEXITED(status));
-    EXPECT_EQ(WEXITSTATUS(status), 0) << "check " << WEXITSTATUS(status) << " failed";
+    expect_in_child(child_checks_without_setpcap);
 }

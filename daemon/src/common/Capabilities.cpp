@@ -21,7 +21,11 @@ struct Sets {
 
 bool get(Sets& s) { return ::syscall(SYS_capget, &s.hdr, s.data) == 0; }
 
-bool has(const __u32 (&words)[2], int cap) { return (words[cap / 32] >> (cap % 32)) & 1u; }
+// Whether `cap` is in one of the sets of `s` (effective, permitted, ...).
+bool in(const Sets& s, __u32 __user_cap_data_struct::*set, int cap)
+{
+    return (s.data[CAP_TO_INDEX(cap)].*set & CAP_TO_MASK(cap)) != 0;
+}
 
 std::string errno_text(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
 
@@ -40,7 +44,7 @@ int threads()
 bool effective(int cap)
 {
     Sets s;
-    return get(s) && (s.data[cap / 32].effective >> (cap % 32)) & 1u;
+    return get(s) && in(s, &__user_cap_data_struct::effective, cap);
 }
 
 bool in_bounding_set(int cap) { return ::prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1; }
@@ -53,8 +57,7 @@ Dropped drop_start_only()
         r.error = errno_text("capget");
         return r;
     }
-    const __u32 permitted[2] = {s.data[0].permitted, s.data[1].permitted};
-    r.had_sys_admin = has(permitted, CAP_SYS_ADMIN);
+    r.had_sys_admin = in(s, &__user_cap_data_struct::permitted, CAP_SYS_ADMIN);
     if (int n = threads(); n > 1) {
         r.error = std::to_string(n) + " threads: the other threads would keep CAP_SYS_ADMIN";
         return r;
@@ -71,10 +74,10 @@ Dropped drop_start_only()
     for (int cap : {CAP_SYS_ADMIN, CAP_SETPCAP})
         (void)::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_LOWER, cap, 0, 0);
     for (int cap : {CAP_SYS_ADMIN, CAP_SETPCAP}) {
-        const __u32 bit = 1u << (cap % 32);
-        s.data[cap / 32].effective &= ~bit;
-        s.data[cap / 32].permitted &= ~bit;
-        s.data[cap / 32].inheritable &= ~bit;
+        __user_cap_data_struct& d = s.data[CAP_TO_INDEX(cap)];
+        d.effective &= ~CAP_TO_MASK(cap);
+        d.permitted &= ~CAP_TO_MASK(cap);
+        d.inheritable &= ~CAP_TO_MASK(cap);
     }
     s.hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
     if (::syscall(SYS_capset, &s.hdr, s.data) != 0)

@@ -15,13 +15,16 @@ std::string read_line(const std::string& path)
     return s;
 }
 
+// What the data plane does without the module's kfuncs, which today is
+// always: it calls none of them yet.
+constexpr const char* kWithoutKfuncs = "hashing runs in pure BPF and JWT signatures are checked in user space";
+
 }  // namespace
 
 std::string ModuleInfo::summary() const
 {
     if (!loaded)
-        return "absent: " + reason +
-               "; hashing runs in pure BPF and JWT signatures are checked in user space";
+        return "absent: " + reason + "; " + kWithoutKfuncs;
     std::string s = "loaded " + (version.empty() ? std::string("(no version)") : version) +
                     " (ABI " + std::to_string(abi_version) + "; kfuncs in socket programs: ";
     s += socket_kfuncs ? "yes" : "no, " + reason;
@@ -29,8 +32,7 @@ std::string ModuleInfo::summary() const
         s += "; " + algorithms;
     // what the data plane makes of it: nothing yet, and it says so rather
     // than let "yes" above read as JWTs verified in the kernel
-    return s + "); the data plane calls none of its kfuncs yet: hashing runs in pure BPF and JWT "
-               "signatures are checked in user space";
+    return s + "); the data plane calls none of its kfuncs yet: " + kWithoutKfuncs;
 }
 
 ModuleInfo ModuleInfo::probe()

@@ -315,22 +315,62 @@ TEST(JwtJwks, KeysInUseSurviveARefresh)
     EXPECT_EQ(file->keys()->keys.at(0).kid(), "k2");
 }
 
+static policy::JwtKey inline_hs256(const std::string& kid, const std::string& secret)
+{
+    policy::JwtKey k;
+    k.kid = kid;
+    k.alg = "HS256";
+    k.secret = secret;
+    return k;
+}
+
 TEST(JwtJwks, InlineKeysAndJwksTogether)
 {
     TempDir dir;
     dir.replace("keys.jwks", jwks(oct("file", std::string(32, 'f'))));
     auto p = jwks_provider(dir.file("keys.jwks"));
-    policy::JwtKey inline_key;
-    inline_key.kid = "inline";
-    inline_key.alg = "HS256";
-    inline_key.secret = std::string(32, 'i');
-    p.keys = {inline_key};
+    p.keys = {inline_hs256("inline", std::string(32, 'i'))};
     std::string why;
     const auto v = Verifier::create(p, &why);
     ASSERT_TRUE(v) << why;
     EXPECT_TRUE(v->verify(hs_token("file", std::string(32, 'f')), kNow).ok());
     EXPECT_TRUE(v->verify(hs_token("inline", std::string(32, 'i')), kNow).ok());
     EXPECT_EQ(v->verify(hs_token("inline", std::string(32, 'f')), kNow).reason, Reason::BadSignature);
+}
+
+// What l7fast.ko's key table is given (proxy::ProxyServer::sync_module_keys):
+// every key in use, inline ones first, each HMAC key with its raw secret.
+TEST(JwtJwks, KeysListsInlineThenFileKeysWithTheirSecrets)
+{
+    TempDir dir;
+    dir.replace("keys.jwks", jwks(oct("file", std::string(48, 'f'), "HS384") + "," + kRsaEntry));
+    auto p = jwks_provider(dir.file("keys.jwks"));
+    p.keys = {inline_hs256("inline", std::string(32, 'i'))};
+    p.algorithms = {"HS256", "RS256"};
+    std::string why;
+    auto v = Verifier::create(p, &why);
+    ASSERT_TRUE(v) << why;
+    auto keys = v->keys();
+    ASSERT_EQ(keys.size(), 3u);
+    EXPECT_EQ(keys[0]->kid(), "inline");
+    EXPECT_EQ(keys[0]->alg(), Alg::HS256);
+    EXPECT_EQ(keys[0]->hmac_secret(), std::string(32, 'i'));
+    EXPECT_EQ(keys[1]->kid(), "file");
+    EXPECT_EQ(keys[1]->alg(), Alg::HS384);
+    EXPECT_EQ(keys[1]->hmac_secret(), std::string(48, 'f'));
+    EXPECT_EQ(keys[2]->alg(), Alg::RS256);
+    EXPECT_TRUE(keys[2]->hmac_secret().empty());
+    // the provider accepts HS256 and RS256 only: the HS384 key verifies nothing
+    EXPECT_TRUE(v->allows(Alg::HS256));
+    EXPECT_FALSE(v->allows(Alg::HS384));
+
+    // a refresh: the file's keys as read now
+    dir.replace("keys.jwks", jwks(oct("next", std::string(32, 'n'))));
+    ASSERT_EQ(v->refresh_if_changed(), Jwks::Refresh::Reloaded);
+    keys = v->keys();
+    ASSERT_EQ(keys.size(), 2u);
+    EXPECT_EQ(keys[1]->kid(), "next");
+    EXPECT_EQ(keys[1]->hmac_secret(), std::string(32, 'n'));
 }
 
 TEST(JwtKeys, AlgNames)

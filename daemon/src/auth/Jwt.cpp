@@ -303,6 +303,17 @@ std::optional<Verifier> Verifier::create(const policy::JwtProvider& provider, st
     return v;
 }
 
+std::vector<const VerificationKey*> Verifier::keys() const
+{
+    std::vector<const VerificationKey*> out;
+    for (const auto& k : inline_keys_.keys)
+        out.push_back(&k);
+    if (jwks_ && jwks_->keys())
+        for (const auto& k : jwks_->keys()->keys)
+            out.push_back(&k);
+    return out;
+}
+
 Jwks::Refresh Verifier::refresh_if_changed()
 {
     return jwks_ ? jwks_->refresh_if_changed() : Jwks::Refresh::Unchanged;

@@ -148,12 +148,17 @@ public:
     // Unchanged for a provider without one.
     Jwks::Refresh refresh_if_changed();
 
+    // Every key in use: the inline ones, then the JWKS file's as last read.
+    // Valid until the next refresh_if_changed().
+    std::vector<const VerificationKey*> keys() const;
+    // Whether a token may use `alg` (the provider's algorithms).
+    bool allows(Alg alg) const { return (allowed_ >> static_cast<unsigned>(alg)) & 1u; }
+
     // The provider's settings (its inline keys left out).
     const policy::JwtProvider& provider() const { return provider_; }
 
 private:
     Verifier() = default;
-    bool allows(Alg alg) const { return (allowed_ >> static_cast<unsigned>(alg)) & 1u; }
 
     policy::JwtProvider provider_;
     uint32_t allowed_ = 0;  // bit per Alg

@@ -31,6 +31,23 @@ namespace detail {
 void OpensslFree::operator()(EVP_PKEY* p) const { EVP_PKEY_free(p); }
 void OpensslFree::operator()(EVP_MAC_CTX* p) const { EVP_MAC_CTX_free(p); }
 void OpensslFree::operator()(EVP_MD* p) const { EVP_MD_free(p); }
+
+Secret& Secret::operator=(Secret&& o) noexcept
+{
+    if (this != &o) {
+        wipe();
+        bytes_ = std::move(o.bytes_);
+        o.wipe();
+    }
+    return *this;
+}
+
+void Secret::wipe() noexcept
+{
+    if (!bytes_.empty())
+        OPENSSL_cleanse(bytes_.data(), bytes_.size());
+    bytes_.clear();
+}
 }  // namespace detail
 
 namespace {
@@ -175,6 +192,7 @@ std::optional<VerificationKey> VerificationKey::hmac(Alg alg, std::string kid, s
         return none<VerificationKey>(why, "OpenSSL cannot key HMAC-" + digest);
     VerificationKey key(std::move(kid), alg);
     key.mac_ = std::move(ctx);
+    key.secret_ = detail::Secret(secret);
     key.signature_size_ = hmac_size(alg);
     return key;
 }

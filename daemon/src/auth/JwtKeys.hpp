@@ -36,6 +36,21 @@ struct OpensslFree {
     void operator()(EVP_MAC_CTX* p) const;
     void operator()(EVP_MD* p) const;
 };
+
+// Secret bytes, wiped when they go.
+class Secret {
+public:
+    Secret() = default;
+    explicit Secret(std::string_view bytes) : bytes_(bytes) {}
+    Secret(Secret&& o) noexcept : bytes_(std::move(o.bytes_)) { o.wipe(); }
+    Secret& operator=(Secret&& o) noexcept;
+    ~Secret() { wipe(); }
+    std::string_view view() const { return bytes_; }
+
+private:
+    void wipe() noexcept;
+    std::string bytes_;
+};
 }  // namespace detail
 
 class VerificationKey {
@@ -64,6 +79,10 @@ public:
     // RSA modulus length, or 64 (ES256 r||s).
     size_t signature_size() const { return signature_size_; }
 
+    // HS*: the raw secret, which l7fast.ko's key table takes; empty for
+    // RS256 and ES256.
+    std::string_view hmac_secret() const { return secret_.view(); }
+
     // Whether `signature` (raw bytes, JWS form) is this key's signature with
     // its own algorithm over `signing_input`. Wrong lengths are false; HMACs
     // are compared in constant time.
@@ -78,6 +97,7 @@ private:
     Alg alg_;
     size_t signature_size_ = 0;
     std::unique_ptr<EVP_MAC_CTX, detail::OpensslFree> mac_;  // HS*: keyed; duplicated per verification
+    detail::Secret secret_;                                  // HS*: what keyed mac_
     std::unique_ptr<EVP_PKEY, detail::OpensslFree> pkey_;    // RS256, ES256
     std::unique_ptr<EVP_MD, detail::OpensslFree> md_;        // RS256, ES256: fetched once
 };

@@ -758,6 +758,8 @@ control::StatusInfo Daemon::status()
     s.generation = generation_;
     s.policy_files = rt_->policy().sources;
     s.features = features_.report();
+    const auto* keys = server_->module_keys();
+    s.features.emplace_back("l7fast.ko keys", keys ? keys->summary() : "none: no kernel data plane");
     s.uptime_sec = static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started_)
             .count());

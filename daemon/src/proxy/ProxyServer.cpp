@@ -105,6 +105,8 @@ ProxyServer::ProxyServer(asio::io_context& io, dataplane::Dataplane* dp, bool of
       events_lost_seen_(dp ? dp->counter(L7_C_EVENTS_LOST) : 0)
 {
     pool_.set_connect_observer([this](uint32_t pool, bool ok) { health_.on_connect(pool, ok); });
+    if (dp_)
+        module_keys_ = std::make_unique<dataplane::ModuleKeys>();
 }
 
 ProxyServer::~ProxyServer() { stop(); }
@@ -215,6 +217,8 @@ void ProxyServer::apply(std::shared_ptr<const PolicyRuntime> rt)
     access_log_.set_sample(rt->policy().daemon.access_log_sample);
     access_log_.set_format(rt->policy().daemon.access_log_json ? AccessLog::Format::Json : AccessLog::Format::Text);
     rt_ = std::move(rt);
+    // before the caller activates the generation in the kernel
+    sync_module_keys();
 
     std::vector<policy::SocketAddress> upstreams;
     for (const auto& c : rt_->policy().clusters)
@@ -570,8 +574,43 @@ void ProxyServer::tick()
         if (v && v->refresh_if_changed() == auth::Jwks::Refresh::Reloaded)
             reloaded = true;
     // a token verified with a key that is gone now must not be admitted
-    if (reloaded && dp_)
+    if (reloaded && dp_) {
+        sync_module_keys();
         dp_->jwt_cache_clear();
+    }
+}
+
+void ProxyServer::sync_module_keys()
+{
+    if (!module_keys_ || !module_keys_->available() || !rt_)
+        return;
+    std::vector<dataplane::ModuleKey> keys;
+    for (size_t p = 0; p < rt_->verifiers.size(); p++) {
+        const auto& v = rt_->verifiers[p];
+        if (!v)
+            continue;
+        for (const auto* k : v->keys()) {
+            uint32_t alg;
+            switch (k->alg()) {
+            case auth::Alg::HS256:
+                alg = L7FAST_ALG_HS256;
+                break;
+            case auth::Alg::HS384:
+                alg = L7FAST_ALG_HS384;
+                break;
+            case auth::Alg::HS512:
+                alg = L7FAST_ALG_HS512;
+                break;
+            default:
+                continue;
+            }
+            // a key of an algorithm the provider does not accept verifies nothing
+            if (v->allows(k->alg()))
+                keys.push_back({static_cast<uint32_t>(p), k->kid(), alg, std::string(k->hmac_secret())});
+        }
+    }
+    module_keys_->install(keys);
+    dataplane::wipe(keys);
 }
 
 void ProxyServer::warn_lost_events()

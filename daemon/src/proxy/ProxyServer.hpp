@@ -23,6 +23,7 @@
 #include "common/Asio.hpp"
 #include "common/Fd.hpp"
 #include "dataplane/Abi.hpp"
+#include "dataplane/ModuleKeys.hpp"
 #include "config/Policy.hpp"
 #include "proxy/AccessLog.hpp"
 #include "proxy/ClientSession.hpp"
@@ -153,6 +154,8 @@ public:
     // unless that daemon was in the middle of answering it (then closed).
     bool adopt_client(Fd fd);
     std::shared_ptr<const PolicyRuntime> runtime() const { return rt_; }
+    // The policy's JWT HMAC keys in l7fast.ko (with a data plane only).
+    const dataplane::ModuleKeys* module_keys() const { return module_keys_.get(); }
     void stop();
 
     UpstreamPool& pool() { return pool_; }
@@ -256,10 +259,13 @@ private:
     void expire_waiting_relays(std::chrono::milliseconds timeout);
     // warns when events_lost grew since the last tick
     void warn_lost_events();
+    // Installs the runtime's JWT HMAC keys in l7fast.ko (module_keys_).
+    void sync_module_keys();
     std::shared_ptr<ClientSession> session_for(uint32_t conn, uint32_t gen);
 
     asio::io_context& io_;
     dataplane::Dataplane* dp_;
+    std::unique_ptr<dataplane::ModuleKeys> module_keys_;
     bool offload_remote_;
     UpstreamPool pool_;
     UpstreamHealth health_;

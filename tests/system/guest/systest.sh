@@ -48,6 +48,18 @@ check() {
 log_cmd() { echo "# $*" >>"$RES/commands.log"; "$@" >>"$RES/commands.log" 2>&1; }
 
 dbusq() { python3 "$G/dbusq.py" "$@" 2>>"$RES/commands.log"; }
+# module_keys_check NAME N TEXT: l7fast.ko holds N keys (its own GET_CAPS)
+# and l7fastctl status's "l7fast.ko keys" begins with TEXT
+module_keys_check() {
+	local nk ks
+	nk=$(python3 "$G/l7fast_genl.py" num_keys 2>&1)
+	ks=$(dbusq GetStatus | python3 -c 'import json,sys; print(json.load(sys.stdin)["features"].get("l7fast.ko keys", ""))' 2>&1)
+	if [ "$nk" = "$2" ] && [ "${ks#"$3"}" != "$ks" ]; then
+		pass "$1" "l7fast.ko GET_CAPS num_keys $nk; status: $ks"
+	else
+		fail "$1" "l7fast.ko GET_CAPS num_keys '$nk' (want $2); status: '$ks' (want '$3...')"
+	fi
+}
 jget() { python3 -c 'import json,sys; d=json.load(sys.stdin)
 for k in sys.argv[1].split("."): d = d[int(k)] if isinstance(d, list) else d.get(k)
 print("" if d is None else d)' "$1"; }
@@ -312,6 +324,11 @@ for r in json.load(sys.stdin)["routes"]:
 	else
 		fail ring-hash-kernel-path "route shard: before '$before_shard', after '$after_shard' (kernel user placement)"
 	fi
+	# the provider's HS256 secret went into l7fast.ko's key table on this
+	# reload: the module says so itself (generic netlink), and so does status
+	if [ -d /sys/module/l7fast ]; then
+		module_keys_check module-keys 1 "1 JWT HMAC key in l7fast.ko"
+	fi
 else
 	fail jwt "systemctl reload with policies/jwt-ringhash.toml failed: $(journalctl -u l7fast -n 5 --no-pager -o cat | tr '\n' '|')"
 fi
@@ -330,6 +347,8 @@ pid=$(main_pid)
 t=$(date +%s%N)
 if systemctl reload l7fast.service >>"$RES/commands.log" 2>&1; then
 	pass reload "systemctl reload in $((($(date +%s%N) - t) / 1000000)) ms, same PID: $([ "$pid" = "$(main_pid)" ] && echo yes || echo NO)"
+	# generation 2 has no JWT provider: its key left the module on the reload
+	[ -d /sys/module/l7fast ] && module_keys_check module-keys-reload 0 "0 JWT HMAC keys in l7fast.ko"
 else
 	fail reload "systemctl reload failed: $(journalctl -u l7fast -n 5 --no-pager -o cat | tr '\n' '|')"
 fi
@@ -414,7 +433,18 @@ ctl 2 ctl-usage root frobnicate
 mkdir -p /run/systemd/system/l7fast.service.d
 printf '[Service]\nExecStartPre=\n' >/run/systemd/system/l7fast.service.d/no-module.conf
 systemctl daemon-reload
+# keys in the module at the stop: the daemon removes them on its way out
+cp "$POL/jwt-ringhash.toml" /etc/l7fast/policy.toml
+if systemctl reload l7fast.service >>"$RES/commands.log" 2>&1 && [ -d /sys/module/l7fast ]; then
+	module_keys_check module-keys-before-stop 1 "1 JWT HMAC key in l7fast.ko"
+fi
+cp "$POL/routes-v2.toml" /etc/l7fast/policy.toml
 systemctl stop l7fast.service
+if [ -d /sys/module/l7fast ]; then
+	nk=$(python3 "$G/l7fast_genl.py" num_keys 2>&1)
+	[ "$nk" = 0 ] && pass module-keys-stop "l7fast.ko's key table is empty after systemctl stop" ||
+		fail module-keys-stop "l7fast.ko holds '$nk' keys after systemctl stop"
+fi
 for _ in $(seq 120); do modprobe -r l7fast 2>/dev/null && break; sleep 0.5; done
 if [ -d /sys/module/l7fast ]; then
 	fail module-unload "l7fast.ko still loaded after the daemon stopped (refcnt $(cat /sys/module/l7fast/refcnt 2>/dev/null))"

@@ -1,0 +1,189 @@
+#include "dataplane/ModuleKeys.hpp"
+
+#include <string.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/Log.hpp"
+
+namespace l7fast::dataplane {
+namespace {
+
+static_assert(2 * ModuleKeys::kPerEpoch == L7FAST_MAX_KEYS, "two epochs fill the module's key table");
+
+const char* alg_text(uint32_t alg)
+{
+    switch (alg) {
+    case L7FAST_ALG_HS256:
+        return "HS256";
+    case L7FAST_ALG_HS384:
+        return "HS384";
+    case L7FAST_ALG_HS512:
+        return "HS512";
+    }
+    return "?";
+}
+
+// What a failed call means for the operator.
+std::string explain(int err, const char* kernel_says)
+{
+    std::string s = std::strerror(-err);
+    if (kernel_says && *kernel_says)
+        s += std::string(": ") + kernel_says;
+    switch (-err) {
+    case EPERM:
+        s += " (l7fastd needs CAP_NET_ADMIN to change l7fast.ko's keys)";
+        break;
+    case ENOENT:
+        s += " (l7fast.ko is not loaded: modprobe l7fast)";
+        break;
+    case EOPNOTSUPP:
+        s += " (this kernel's crypto API lacks the algorithm; /sys/kernel/l7fast/algorithms lists what it has)";
+        break;
+    case EMSGSIZE:
+        s += " (the module takes HMAC secrets of up to " + std::to_string(L7FAST_HMAC_KEY_MAX) + " bytes)";
+        break;
+    }
+    return s;
+}
+
+std::string key_name(const ModuleKey& k)
+{
+    return std::string(alg_text(k.alg)) + " key " + (k.kid.empty() ? "without kid" : "\"" + k.kid + "\"") +
+           " of provider " + std::to_string(k.provider);
+}
+
+}  // namespace
+
+void wipe(std::vector<ModuleKey>& keys) noexcept
+{
+    for (auto& k : keys)
+        if (!k.secret.empty())
+            ::explicit_bzero(k.secret.data(), k.secret.size());
+    keys.clear();
+}
+
+ModuleKeys::ModuleKeys()
+{
+    int r = l7fast_kmodctl_open(&ctl_);
+    if (r < 0) {
+        ctl_ = nullptr;
+        absent_ = r == -ENOENT ? "l7fast.ko is not loaded (modprobe l7fast; package l7fast-dkms)"
+                               : "cannot reach l7fast.ko's generic-netlink family: " + explain(r, nullptr);
+    }
+}
+
+ModuleKeys::~ModuleKeys()
+{
+    remove_all();
+    wipe(wanted_);
+    wipe(installed_);
+    l7fast_kmodctl_close(ctl_);
+}
+
+int ModuleKeys::add(uint32_t id, const ModuleKey& k)
+{
+    return l7fast_kmodctl_add_hmac_key(ctl_, id, k.alg, k.secret.data(), k.secret.size(), L7FAST_KEY_F_REPLACE);
+}
+
+int ModuleKeys::del(uint32_t id)
+{
+    int r = l7fast_kmodctl_del_key(ctl_, id);
+    return r == -ENOENT ? 0 : r;
+}
+
+bool ModuleKeys::install(const std::vector<ModuleKey>& keys)
+{
+    if (!ctl_ || (cleared_ && keys == wanted_))
+        return ctl_ != nullptr;
+    error_.clear();
+    const uint32_t next = epoch_ + 1;
+    std::vector<ModuleKey> in;
+    size_t refused = 0;
+    std::string refused_reason;
+    for (const auto& k : keys) {
+        if (in.size() == kPerEpoch)
+            break;
+        int r = add(id_of(next, in.size()), k);
+        if (r == 0) {
+            in.push_back(k);
+            continue;
+        }
+        std::string why = explain(r, l7fast_kmodctl_last_error(ctl_));
+        if (r == -EMSGSIZE || r == -EOPNOTSUPP || r == -EINVAL || r == -EKEYREJECTED) {
+            if (!refused++)
+                refused_reason = key_name(k) + ": " + why;
+            continue;
+        }
+        // the table itself failed: the new half goes, the old one stays
+        error_ = "cannot install " + key_name(k) + " in l7fast.ko: " + why;
+        for (size_t i = 0; i < in.size(); i++)
+            del(id_of(next, i));
+        wipe(in);
+        log::warning(error_, "; the module keeps the previous ", installed_.size(), " keys");
+        return false;
+    }
+    // the new epoch is whole: what the previous one (or an earlier l7fastd,
+    // on the first call) left goes
+    for (uint32_t id = 0; id < L7FAST_MAX_KEYS; id++) {
+        bool ours = (id / kPerEpoch) == (next & 1) && id % kPerEpoch < in.size();
+        bool old = cleared_ ? (id / kPerEpoch) == (epoch_ & 1) && id % kPerEpoch < installed_.size() : true;
+        if (ours || !old)
+            continue;
+        if (int r = del(id); r < 0) {
+            error_ = "cannot remove key " + std::to_string(id) + " from l7fast.ko: " +
+                     explain(r, l7fast_kmodctl_last_error(ctl_));
+            log::warning(error_);
+            break;
+        }
+    }
+    cleared_ = true;
+    epoch_ = next;
+    wipe(installed_);
+    installed_ = std::move(in);
+    wipe(wanted_);
+    wanted_ = keys;
+    left_out_ = keys.size() - installed_.size();
+    left_out_reason_ = refused ? refused_reason
+                       : left_out_ ? "more than " + std::to_string(kPerEpoch) + " HMAC keys"
+                                   : std::string();
+    if (left_out_)
+        log::warning("l7fast.ko holds ", installed_.size(), " of the policy's ", keys.size(),
+                     " JWT HMAC keys; the others are verified in user space only (", left_out_reason_, ")");
+    log::info("l7fast.ko: ", installed_.size(), " JWT HMAC key", installed_.size() == 1 ? "" : "s",
+              " installed (key epoch ", epoch_, ")");
+    return error_.empty();
+}
+
+void ModuleKeys::remove_all()
+{
+    if (!ctl_ || installed_.empty())
+        return;
+    size_t failed = 0;
+    for (size_t i = 0; i < installed_.size(); i++)
+        if (del(id_of(epoch_, i)) < 0)
+            failed++;
+    if (failed)
+        log::warning("could not remove ", failed, " JWT HMAC keys from l7fast.ko: ",
+                     l7fast_kmodctl_last_error(ctl_), "; unloading the module (modprobe -r l7fast) removes them");
+    else
+        log::info("l7fast.ko: removed ", installed_.size(), " JWT HMAC keys");
+    wipe(installed_);
+    wipe(wanted_);
+}
+
+std::string ModuleKeys::summary() const
+{
+    if (!ctl_)
+        return "none: " + absent_;
+    std::string s = std::to_string(installed_.size()) + " JWT HMAC key" + (installed_.size() == 1 ? "" : "s") +
+                    " in l7fast.ko (key epoch " + std::to_string(epoch_) + ")";
+    if (left_out_)
+        s += ", " + std::to_string(left_out_) + " verified in user space only: " + left_out_reason_;
+    if (!error_.empty())
+        s += "; last change failed: " + error_;
+    return s + "; the data plane does not verify with them yet";
+}
+
+}  // namespace l7fast::dataplane

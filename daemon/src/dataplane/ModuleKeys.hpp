@@ -21,7 +21,6 @@
 
 #include "l7fast_kmodctl.h"  // uapi/l7fast_genl.h: enum l7fast_alg
 
-
 namespace l7fast::dataplane {
 
 // One HMAC key of a JWT provider.
@@ -75,7 +74,8 @@ public:
     size_t left_out() const { return left_out_; }
     const std::string& error() const { return error_; }
 
-    // For l7fastctl status: "none: <why>" or "N HS keys (epoch E) ...".
+    // For l7fastctl status: "none: <why>", or "N JWT HMAC keys in l7fast.ko
+    // (key epoch E)" with what was left out and the last failure.
     std::string summary() const;
 
 private:

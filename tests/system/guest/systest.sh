@@ -434,11 +434,15 @@ mkdir -p /run/systemd/system/l7fast.service.d
 printf '[Service]\nExecStartPre=\n' >/run/systemd/system/l7fast.service.d/no-module.conf
 systemctl daemon-reload
 # keys in the module at the stop: the daemon removes them on its way out
-cp "$POL/jwt-ringhash.toml" /etc/l7fast/policy.toml
-if systemctl reload l7fast.service >>"$RES/commands.log" 2>&1 && [ -d /sys/module/l7fast ]; then
-	module_keys_check module-keys-before-stop 1 "1 JWT HMAC key in l7fast.ko"
+if [ -d /sys/module/l7fast ]; then
+	cp "$POL/jwt-ringhash.toml" /etc/l7fast/policy.toml
+	if systemctl reload l7fast.service >>"$RES/commands.log" 2>&1; then
+		module_keys_check module-keys-before-stop 1 "1 JWT HMAC key in l7fast.ko"
+	else
+		fail module-keys-before-stop "systemctl reload with policies/jwt-ringhash.toml failed: $(journalctl -u l7fast -n 5 --no-pager -o cat | tr '\n' '|')"
+	fi
+	cp "$POL/routes-v2.toml" /etc/l7fast/policy.toml
 fi
-cp "$POL/routes-v2.toml" /etc/l7fast/policy.toml
 systemctl stop l7fast.service
 if [ -d /sys/module/l7fast ]; then
 	nk=$(python3 "$G/l7fast_genl.py" num_keys 2>&1)

@@ -78,7 +78,6 @@ ModuleKeys::~ModuleKeys()
 {
     remove_all();
     wipe(wanted_);
-    wipe(installed_);
     l7fast_kmodctl_close(ctl_);
 }
 
@@ -99,15 +98,15 @@ bool ModuleKeys::install(const std::vector<ModuleKey>& keys)
         return ctl_ != nullptr;
     error_.clear();
     const uint32_t next = epoch_ + 1;
-    std::vector<ModuleKey> in;
+    size_t in = 0;  // keys now in the new half: ids id_of(next, 0 .. in-1)
     size_t refused = 0;
     std::string refused_reason;
     for (const auto& k : keys) {
-        if (in.size() == kPerEpoch)
+        if (in == kPerEpoch)
             break;
-        int r = add(id_of(next, in.size()), k);
+        int r = add(id_of(next, in), k);
         if (r == 0) {
-            in.push_back(k);
+            in++;
             continue;
         }
         std::string why = explain(r, l7fast_kmodctl_last_error(ctl_));
@@ -118,19 +117,23 @@ bool ModuleKeys::install(const std::vector<ModuleKey>& keys)
         }
         // the table itself failed: the new half goes, the old one stays
         error_ = "cannot install " + key_name(k) + " in l7fast.ko: " + why;
-        for (size_t i = 0; i < in.size(); i++)
+        for (size_t i = 0; i < in; i++)
             del(id_of(next, i));
-        wipe(in);
-        log::warning(error_, "; the module keeps the previous ", installed_.size(), " keys");
+        log::warning(error_, "; the module keeps the previous ", installed_, " keys");
         return false;
     }
-    // the new epoch is whole: what the previous one (or an earlier l7fastd,
-    // on the first call) left goes
-    for (uint32_t id = 0; id < L7FAST_MAX_KEYS; id++) {
-        bool ours = (id / kPerEpoch) == (next & 1) && id % kPerEpoch < in.size();
-        bool old = cleared_ ? (id / kPerEpoch) == (epoch_ & 1) && id % kPerEpoch < installed_.size() : true;
-        if (ours || !old)
-            continue;
+    // the new epoch is whole: the previous one goes, or on an instance's
+    // first call every other id (what an earlier l7fastd left)
+    std::vector<uint32_t> gone;
+    if (cleared_) {
+        for (size_t i = 0; i < installed_; i++)
+            gone.push_back(id_of(epoch_, i));
+    } else {
+        for (uint32_t id = 0; id < L7FAST_MAX_KEYS; id++)
+            if (id / kPerEpoch != (next & 1) || id % kPerEpoch >= in)
+                gone.push_back(id);
+    }
+    for (uint32_t id : gone) {
         if (int r = del(id); r < 0) {
             error_ = "cannot remove key " + std::to_string(id) + " from l7fast.ko: " +
                      explain(r, l7fast_kmodctl_last_error(ctl_));
@@ -140,36 +143,34 @@ bool ModuleKeys::install(const std::vector<ModuleKey>& keys)
     }
     cleared_ = true;
     epoch_ = next;
-    wipe(installed_);
-    installed_ = std::move(in);
+    installed_ = in;
     wipe(wanted_);
     wanted_ = keys;
-    left_out_ = keys.size() - installed_.size();
     left_out_reason_ = refused ? refused_reason
-                       : left_out_ ? "more than " + std::to_string(kPerEpoch) + " HMAC keys"
-                                   : std::string();
-    if (left_out_)
-        log::warning("l7fast.ko holds ", installed_.size(), " of the policy's ", keys.size(),
+                       : left_out() ? "more than " + std::to_string(kPerEpoch) + " HMAC keys"
+                                    : std::string();
+    if (left_out())
+        log::warning("l7fast.ko holds ", installed_, " of the policy's ", keys.size(),
                      " JWT HMAC keys; the others are verified in user space only (", left_out_reason_, ")");
-    log::info("l7fast.ko: ", installed_.size(), " JWT HMAC key", installed_.size() == 1 ? "" : "s",
-              " installed (key epoch ", epoch_, ")");
+    log::info("l7fast.ko: ", installed_, " JWT HMAC key", installed_ == 1 ? "" : "s", " installed (key epoch ",
+              epoch_, ")");
     return error_.empty();
 }
 
 void ModuleKeys::remove_all()
 {
-    if (!ctl_ || installed_.empty())
+    if (!ctl_ || !installed_)
         return;
     size_t failed = 0;
-    for (size_t i = 0; i < installed_.size(); i++)
+    for (size_t i = 0; i < installed_; i++)
         if (del(id_of(epoch_, i)) < 0)
             failed++;
     if (failed)
         log::warning("could not remove ", failed, " JWT HMAC keys from l7fast.ko: ",
                      l7fast_kmodctl_last_error(ctl_), "; unloading the module (modprobe -r l7fast) removes them");
     else
-        log::info("l7fast.ko: removed ", installed_.size(), " JWT HMAC keys");
-    wipe(installed_);
+        log::info("l7fast.ko: removed ", installed_, " JWT HMAC keys");
+    installed_ = 0;
     wipe(wanted_);
 }
 
@@ -177,10 +178,10 @@ std::string ModuleKeys::summary() const
 {
     if (!ctl_)
         return "none: " + absent_;
-    std::string s = std::to_string(installed_.size()) + " JWT HMAC key" + (installed_.size() == 1 ? "" : "s") +
+    std::string s = std::to_string(installed_) + " JWT HMAC key" + (installed_ == 1 ? "" : "s") +
                     " in l7fast.ko (key epoch " + std::to_string(epoch_) + ")";
-    if (left_out_)
-        s += ", " + std::to_string(left_out_) + " verified in user space only: " + left_out_reason_;
+    if (left_out())
+        s += ", " + std::to_string(left_out()) + " verified in user space only: " + left_out_reason_;
     if (!error_.empty())
         s += "; last change failed: " + error_;
     return s + "; the data plane does not verify with them yet";

@@ -70,8 +70,9 @@ public:
     // Deletes every key this instance installed.
     void remove_all();
     uint32_t epoch() const { return epoch_; }
-    size_t installed() const { return installed_.size(); }
-    size_t left_out() const { return left_out_; }
+    size_t installed() const { return installed_; }
+    // keys of the last install() the module does not hold
+    size_t left_out() const { return wanted_.size() - installed_; }
     const std::string& error() const { return error_; }
 
     // For l7fastctl status: "none: <why>", or "N JWT HMAC keys in l7fast.ko
@@ -84,12 +85,12 @@ private:
 
     l7fast_kmodctl* ctl_ = nullptr;
     std::string absent_;                // why there is no connection
-    // copies of secrets, wiped when replaced and at destruction
-    std::vector<ModuleKey> wanted_;     // what the last install() was given
-    std::vector<ModuleKey> installed_;  // in the table now: ids id_of(epoch_, 0..)
+    // what the last install() was given (its secrets wiped when replaced
+    // and at destruction)
+    std::vector<ModuleKey> wanted_;
+    size_t installed_ = 0;  // in the table now: ids id_of(epoch_, 0 .. installed_-1)
     uint32_t epoch_ = 0;
-    bool cleared_ = false;              // ids of earlier instances deleted
-    size_t left_out_ = 0;
+    bool cleared_ = false;  // ids of earlier instances deleted
     std::string left_out_reason_;
     std::string error_;
 };

@@ -511,6 +511,8 @@ static __always_inline void l7_answer_accounted(struct l7_conn *c, struct l7_con
 			rs->jwt_missing++;
 		else if (d->answer == L7_ANS_BAD_TOKEN)
 			rs->jwt_invalid++;
+		else if (d->answer == L7_ANS_LIMITED)
+			rs->rate_limited++;
 		else
 			rs->direct_responses++;
 	}
@@ -709,6 +711,7 @@ static __always_inline int l7_req_msg_decided(struct sk_msg_md *msg, struct l7_s
 pass:
 	/* the whole message: the slow path frames it, and the kernel takes
 	 * the connection back once the daemon has answered it all */
+	l7_rate_refund(d);
 	l7_passed(c, size, d->reason);
 	return l7_msg_pass(msg, &l7_sk_client, idx);
 }
@@ -1346,6 +1349,7 @@ int l7_req_skb(struct __sk_buff *skb)
 		}
 		d->reason = L7_R_REDIRECT;
 	}
+	l7_rate_refund(d);
 	l7_passed(c, len, d->reason);
 	l7_scratch_put(s);
 	return SK_PASS;

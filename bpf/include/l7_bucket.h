@@ -1,20 +1,27 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * Token-bucket arithmetic of route rate limits: the slow path's
- * (proxy/RateLimiter), written to compile as BPF too (no helpers, no calls,
- * no maps here: it could run under a bpf_spin_lock), so that kernel rate
- * limits would admit the same requests from the same bucket state. No
- * data-plane program includes it yet: rate-limited routes are placed in
- * user space.
+ * Token buckets of route rate limits, one arithmetic for the data plane
+ * (bpf/lib/decide.h) and the slow path (proxy/RateLimiter), written to
+ * compile as BPF and as C++ (no helpers, no maps here).
  *
- * Fixed point: a bucket holds milli-tokens; a request takes one token
- * (L7_BUCKET_MILLI). `rate` tokens per second refill rate milli-tokens per
- * millisecond, i.e. elapsed_ns * rate / 1e6 milli-tokens, up to the capacity
- * burst * 1000; the time behind a fraction of a milli-token is carried over
- * (last_ns advances by the time the credited milli-tokens stand for). Every
- * product is bounded: the elapsed time is capped at the
- * time that refills the bucket completely, so elapsed_ns * rate stays below
- * burst * 1000 * 1e6 + rate < 2^63 for any __u32 rate and burst.
+ * A bucket is one __u64, so that the kernel and the daemon can share it
+ * with compare-and-swap (the daemon through an mmapped array): the
+ * "empty mark" E, a point on the route's milli-token clock
+ *
+ *	V(now) = L7_BUCKET_ORIGIN + now_ms * rate + (now_ns mod 1 ms) * rate / 1e6
+ *
+ * which counts the milli-tokens the rate has refilled since the clock's
+ * start (rounded down: the fraction counts with the next nanoseconds, never
+ * lost). The bucket holds min(burst * 1000, V - E) milli-tokens; a request
+ * takes 1000 (L7_BUCKET_MILLI) by moving E to V - left. A fresh bucket is
+ * E = 0, full: V is at least L7_BUCKET_ORIGIN (2^62) > any capacity.
+ * Bounds: now_ms * rate < 2^62 for 146 years of uptime at the highest rate
+ * the policy allows (1e6); burst * 1000 < 2^42.
+ *
+ * A take that found no token changes nothing. Giving a token back
+ * (l7_bucket_refund: a request the kernel admitted and then handed to the
+ * slow path, which takes its own) moves E back by 1000, which restores the
+ * bucket exactly as if the take had not happened.
  */
 #ifndef L7_BUCKET_H
 #define L7_BUCKET_H
@@ -23,68 +30,84 @@
 
 #define L7_BUCKET_MILLI 1000ULL         /* milli-tokens per token (per request) */
 #define L7_BUCKET_NS_PER_MS 1000000ULL  /* ns per ms: rate milli-tokens per ms */
+#define L7_BUCKET_ORIGIN (1ULL << 62)   /* V at clock 0 */
 /* l7_bucket_take(): no token will ever be available (rate or burst 0) */
 #define L7_BUCKET_NEVER (~0ULL)
+/* l7_bucket_take_shared(): every compare-and-swap lost its race */
+#define L7_BUCKET_BUSY (~0ULL - 1)
+#define L7_BUCKET_TRIES 4               /* compare-and-swap attempts in BPF */
 
-struct l7_bucket {
-	__u64 tokens_milli; /* milli-tokens left after the last take */
-	__u64 last_ns;      /* time of the last take; 0: a fresh bucket (full) */
-};
+/* The route's milli-token clock at `now_ns` (a monotonic clock). */
+L7_INLINE __u64 l7_bucket_clock(__u64 now_ns, __u32 rate)
+{
+	return L7_BUCKET_ORIGIN + now_ns / L7_BUCKET_NS_PER_MS * rate +
+	       now_ns % L7_BUCKET_NS_PER_MS * rate / L7_BUCKET_NS_PER_MS;
+}
 
 /*
- * Refills `b` up to `now_ns` (a monotonic clock, never 0) and takes one
- * token. Returns 0 when a token was taken; otherwise the bucket keeps what
- * it has and the return value is the number of milliseconds until a token
- * is available (at least 1), or L7_BUCKET_NEVER. A clock that goes back
- * refills nothing and does not move last_ns back. `b` is always written
- * back: refill and carry persist when no token was taken.
+ * The decision for a bucket whose empty mark is `e`, at clock `v`: 0 when a
+ * token is there (*next: the mark after taking it), otherwise the
+ * milliseconds until one is (at least 1; at most 1000 for rate >= 1), or
+ * L7_BUCKET_NEVER. A mark ahead of the clock (another taker's clock read
+ * later than this one's) is an empty bucket.
  */
-L7_INLINE __u64 l7_bucket_take(struct l7_bucket *b, __u64 now_ns, __u32 rate, __u32 burst)
+L7_INLINE __u64 l7_bucket_decide(__u64 e, __u64 v, __u32 rate, __u32 burst, __u64 *next)
 {
 	__u64 cap = (__u64)burst * L7_BUCKET_MILLI;
-	__u64 tokens = b->tokens_milli;
-	__u64 deficit;
+	__u64 tokens = v > e ? v - e : 0;
 
-	if (b->last_ns == 0) {
-		tokens = cap;
-		b->last_ns = now_ns;
-	} else if (now_ns > b->last_ns) {
-		__u64 elapsed = now_ns - b->last_ns;
-		__u64 missing = tokens < cap ? cap - tokens : 0;
-
-		/* missing * 1e6 < 2^32 * 1000 * 1e6 < 2^63: no overflow; past
-		 * full_ns the refill is at least `missing` */
-		if (rate) {
-			__u64 full_ns = missing * L7_BUCKET_NS_PER_MS / rate + 1;
-
-			if (elapsed >= full_ns) {
-				tokens = cap;
-				b->last_ns = now_ns;
-			} else {
-				__u64 refill = elapsed * rate / L7_BUCKET_NS_PER_MS;
-
-				/* last_ns moves only by the time the credited
-				 * milli-tokens stand for: the remainder counts
-				 * next time, so frequent calls at low rates
-				 * still refill */
-				tokens += refill;
-				b->last_ns += refill * L7_BUCKET_NS_PER_MS / rate;
-			}
-		} else {
-			b->last_ns = now_ns;
-		}
-	}
-	if (tokens > cap)  /* burst lowered by a reload */
+	if (tokens > cap)
 		tokens = cap;
 	if (tokens >= L7_BUCKET_MILLI) {
-		b->tokens_milli = tokens - L7_BUCKET_MILLI;
+		*next = v - tokens + L7_BUCKET_MILLI;
 		return 0;
 	}
-	b->tokens_milli = tokens;
 	if (!rate || !burst)
 		return L7_BUCKET_NEVER;
-	deficit = L7_BUCKET_MILLI - tokens;
-	return (deficit + rate - 1) / rate;
+	return (L7_BUCKET_MILLI - tokens + rate - 1) / rate;
+}
+
+/* Takes a token from a bucket nobody else writes (the slow path's keyed
+ * buckets): as l7_bucket_decide(). */
+L7_INLINE __u64 l7_bucket_take(__u64 *bucket, __u64 now_ns, __u32 rate, __u32 burst)
+{
+	__u64 next = 0;
+	__u64 wait = l7_bucket_decide(*bucket, l7_bucket_clock(now_ns, rate), rate, burst, &next);
+
+	if (!wait)
+		*bucket = next;
+	return wait;
+}
+
+/*
+ * Takes a token from a bucket the kernel and the daemon share: as
+ * l7_bucket_decide(), or L7_BUCKET_BUSY after `tries` lost races (each lost
+ * race is another taker's success: lock-free). The clock is read after the
+ * mark, so that a mark never runs ahead of this taker's clock; `now` reads
+ * it (bpf_ktime_get_ns, or CLOCK_MONOTONIC in the daemon: the same clock).
+ */
+#define L7_BUCKET_TAKE_SHARED(bucket, now, rate, burst, tries, out)			\
+	do {										\
+		__u64 e_, next_ = 0, wait_;						\
+		int try_;								\
+											\
+		(out) = L7_BUCKET_BUSY;							\
+		for (try_ = 0; try_ < (tries); try_++) {				\
+			e_ = *(volatile __u64 *)(bucket);				\
+			wait_ = l7_bucket_decide(e_, l7_bucket_clock((now), (rate)),	\
+						 (rate), (burst), &next_);		\
+			if (wait_ ||							\
+			    __sync_val_compare_and_swap((bucket), e_, next_) == e_) {	\
+				(out) = wait_;						\
+				break;							\
+			}								\
+		}									\
+	} while (0)
+
+/* Gives back the token a take returned 0 for (see above). */
+L7_INLINE void l7_bucket_refund(__u64 *bucket)
+{
+	__sync_fetch_and_add(bucket, (__u64)0 - L7_BUCKET_MILLI);
 }
 
 #endif /* L7_BUCKET_H */

@@ -152,6 +152,20 @@ struct {
 	__type(value, __u32);
 } l7_slot_by_tuple SEC(".maps");
 
+/* ---- rate limits -------------------------------------------------------------- */
+
+/* Token buckets of kernel routes' keyless rate limits (bpf/include/l7_bucket.h,
+ * l7_route.bucket): req and the daemon (mmapped, the slow path's requests of
+ * the same routes) take with compare-and-swap; the daemon allocates them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	L7_PINNED;
+	__uint(max_entries, L7_MAX_BUCKETS);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, __u64);
+} l7_buckets SEC(".maps");
+
 /* ---- client connections ----------------------------------------------------- */
 
 /* sockops allocates entries of local clients (lower half), the daemon those

@@ -33,6 +33,10 @@ struct l7_decision {
 	__u32 detail;      /* L7_ANS_BAD_TOKEN: L7_ANS_DETAIL_* (l7_g_jwt_admit) */
 	__u32 rbac_rule;   /* L7_ANS_DENY: gen * L7_MAX_RULES + the deciding
 			    * rule's bit, L7_NO_RULE for the default action */
+	__u32 bucket;      /* 1 + the l7_buckets entry a token was taken from
+			    * (l7_rate_take); 0: none. A request handed to the
+			    * slow path after all gives it back (l7_rate_refund). */
+	__u32 pad;
 };
 
 /* Matcher state (kept in scratch, not on the 512-byte stack). */

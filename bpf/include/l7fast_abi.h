@@ -25,7 +25,7 @@
 
 /* Bump whenever a map's layout or meaning changes: a daemon never adopts
  * pinned maps of another ABI version (it starts clean instead). */
-#define L7_ABI_VERSION 19
+#define L7_ABI_VERSION 20
 
 /* Sizes of the tables. Route sets are bitmaps of L7_MAX_ROUTES bits. */
 #define L7_GENS 2
@@ -68,6 +68,9 @@
 #define L7_MUT_MAX_ADD 512        /* bytes of header lines one mutation adds */
 #define L7_MAX_JWT_PROVIDERS 16   /* per generation */
 #define L7_JWT_MAX_TOKEN 1536     /* longest token the kernel's token cache holds */
+/* Rate-limit buckets the kernel shares with the daemon (l7_buckets): one
+ * per kernel route with a keyless rate limit, two generations' worth. */
+#define L7_MAX_BUCKETS (L7_GENS * L7_MAX_ROUTES)
 #define L7_JWT_MAX_FWD 256        /* forwarded-claim header lines of one token */
 #define L7_JWT_CACHE 4096         /* verified tokens cached for the kernel */
 #define L7_MAX_LB_TABLES 8        /* ring-hash / Maglev tables per generation */
@@ -165,8 +168,8 @@ struct l7_match_val {
 };
 
 /* Route placement (KERNEL) and the actions the kernel runs for a route, in
- * the pipeline's order: JWT, RBAC, then the direct response or forwarding
- * with the request mutation. */
+ * the pipeline's order: JWT, RBAC, rate limit, then the direct response or
+ * forwarding with the request mutation. */
 enum l7_route_flags {
 	L7_RF_VALID = 1u << 0,
 	L7_RF_KERNEL = 1u << 1,             /* action runs in the kernel; else slow path */
@@ -176,6 +179,8 @@ enum l7_route_flags {
 	L7_RF_RBAC_DEFAULT_DENY = 1u << 5,
 	L7_RF_DIRECT = 1u << 6,             /* answer with l7_responses[resp_direct] */
 	L7_RF_MUTATE = 1u << 7,             /* l7_mutations[gen * L7_MAX_ROUTES + route] */
+	L7_RF_RATE = 1u << 8,               /* one token of l7_buckets[bucket] per request
+					     * (rate, burst: bpf/include/l7_bucket.h) */
 };
 
 /* l7_responses index (per generation) of a route's response; the kernel
@@ -201,6 +206,11 @@ struct l7_route {
 					   * (Jwt.hpp Status::Missing), keep-alive form */
 	__u32 resp_bad_token;             /* L7_RF_JWT: the 401 to an empty or too large one
 					   * (error="invalid_token"), keep-alive form */
+	__u32 resp_limited;               /* L7_RF_RATE: the 429 (retry-after: 1; a wait is
+					   * at most 1 s at rate >= 1), keep-alive form */
+	__u32 bucket;                     /* L7_RF_RATE: index in l7_buckets */
+	__u32 rate;                       /* L7_RF_RATE: tokens per second */
+	__u32 burst;                      /* L7_RF_RATE: bucket size in tokens */
 	__u32 pad2;
 };
 
@@ -580,6 +590,7 @@ struct l7_route_stats {
 	__u64 rbac_denied;              /* of requests_kernel: answered with resp_deny */
 	__u64 jwt_missing;              /* of requests_kernel: answered with resp_no_token */
 	__u64 jwt_invalid;              /* of requests_kernel: answered with resp_bad_token */
+	__u64 rate_limited;             /* of requests_kernel: answered with resp_limited */
 };
 
 /* What the kernel answers a request with itself (l7_decision.answer; the
@@ -589,6 +600,7 @@ enum l7_answer_kind {
 	L7_ANS_DENY = 1,      /* the route's RBAC denial (rbac_denied) */
 	L7_ANS_NO_TOKEN = 2,  /* 401 without a token (jwt_missing) */
 	L7_ANS_BAD_TOKEN = 3, /* 401 invalid_token: an empty or too large token (jwt_invalid) */
+	L7_ANS_LIMITED = 4,   /* 429: no token in the route's bucket (rate_limited) */
 };
 
 /* l7_decision.detail of an L7_ANS_BAD_TOKEN answer: the reference's reason */
@@ -646,6 +658,10 @@ enum l7_reason {
 				* connection (the request asks to): the slow path sends it */
 	L7_R_ANSWER_REMOTE,    /* the route's own answer to a remote client: the slow path sends it */
 	L7_R_JWT_BAD,          /* JWT route: an empty or too large token (401 invalid_token) */
+	L7_R_RATE_LIMITED,     /* rate-limited route: no token, and the kernel does not
+				* send this 429 (a request that asks to close) */
+	L7_R_RATE_BUSY,        /* rate-limited route: every compare-and-swap on its
+				* bucket lost a race (L7_BUCKET_TRIES) */
 	L7_R_COUNT,
 };
 
@@ -675,7 +691,8 @@ enum l7_counter {
 	"unsupported", "no_route", "route_user", "pool_miss", "pipelined", "redirect", \
 	"user_pending", "disabled", "path_not_normal", "rbac_deny", "jwt_none", "jwt_miss", \
 	"jwt_expired", "jwt_other", "mutation", "no_scratch", "copy_failed", \
-	"endpoint_down", "absolute_form", "answer_close", "answer_remote", "jwt_bad"
+	"endpoint_down", "absolute_form", "answer_close", "answer_remote", "jwt_bad", \
+	"rate_limited", "rate_busy"
 
 /* ---- events to the daemon (l7_events ring buffer) ------------------------ */
 

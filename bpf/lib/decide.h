@@ -3,10 +3,10 @@
  * The request decision, shared by SK_MSG and SK_SKB (bpf/l7fast.bpf.c) and
  * run as it is by the tests' harness (tests/support/bpf/decide_harness.bpf.c):
  * parse the head in scratch, match a route, admit its JWT, apply its RBAC
- * rules, then answer with the route's direct response or pick the endpoint
- * and claim a pooled connection to it. A refusal the kernel holds the bytes
- * of (a 401 for no token or an empty or too large one, an RBAC denial) is
- * answered too.
+ * rules, take its rate limit's token, then answer with the route's direct
+ * response or pick the endpoint and claim a pooled connection to it. A
+ * refusal the kernel holds the bytes of (a 401 for no token or an empty or
+ * too large one, an RBAC denial, a 429) is answered too.
  */
 #ifndef L7_LIB_DECIDE_H
 #define L7_LIB_DECIDE_H
@@ -17,6 +17,7 @@
 #include "rbac.h"
 #include "select.h"
 #include "l7_jwtcache.h"
+#include "l7_bucket.h"
 
 enum l7_decision_kind {
 	L7_D_KERNEL = 0,    /* forward on the slot */
@@ -45,6 +46,56 @@ __noinline int l7_g_match(struct l7_scratch *s, struct l7_config *cfg, __u32 gen
 	if (!s || !cfg)
 		return -1;
 	return l7_match_route(s, cfg, gen & 1, listener_id);
+}
+
+/*
+ * The request's token from its route's bucket, the one the daemon's slow
+ * path takes from too (RateLimiter, mmapped). 0: taken (d->bucket says
+ * where, for l7_rate_refund); 1: no token, d set to answer the 429 or to
+ * pass it (a request that asks to close); -1: pass (d->reason).
+ */
+static __always_inline int l7_rate_take(struct l7_decision *d, const struct l7_route *r, __u32 gen)
+{
+	__u32 b = r->bucket;
+	__u64 *bucket = bpf_map_lookup_elem(&l7_buckets, &b);
+	__u64 wait;
+
+	if (!bucket || r->resp_limited >= L7_MAX_RESPONSES) {
+		d->reason = L7_R_ROUTE_USER;
+		return -1;
+	}
+	L7_BUCKET_TAKE_SHARED(bucket, bpf_ktime_get_ns(), r->rate, r->burst, L7_BUCKET_TRIES, wait);
+	if (wait == L7_BUCKET_BUSY) {
+		d->reason = L7_R_RATE_BUSY;
+		return -1;
+	}
+	if (!wait) {
+		d->bucket = b + 1;
+		return 0;
+	}
+	d->reason = L7_R_RATE_LIMITED;
+	/* the 429 to a request that asks to close says so: the slow path's */
+	if (d->close)
+		return 1;
+	d->resp = gen * L7_MAX_RESPONSES + r->resp_limited;
+	d->answer = L7_ANS_LIMITED;
+	d->kind = L7_D_ANSWER;
+	return 1;
+}
+
+/* A request the kernel took a token for goes to the slow path after all,
+ * which takes its own: the kernel's goes back (bpf/include/l7_bucket.h). */
+static __always_inline void l7_rate_refund(struct l7_decision *d)
+{
+	__u32 b = d->bucket - 1;
+	__u64 *bucket;
+
+	if (!d->bucket)
+		return;
+	d->bucket = 0;
+	bucket = bpf_map_lookup_elem(&l7_buckets, &b);
+	if (bucket)
+		l7_bucket_refund(bucket);
 }
 
 /* Parses the request in scratch and decides where it goes (s->dec). */
@@ -173,20 +224,28 @@ __noinline int l7_g_decide(struct l7_scratch *s, __u32 n, struct l7_conn *c,
 			d->reason = L7_R_ROUTE_USER;
 			return 0;
 		}
+		if ((r->flags & L7_RF_RATE) && l7_rate_take(d, r, gen))
+			return 0;
 		d->resp = gen * L7_MAX_RESPONSES + r->resp_direct;
 		d->answer = L7_ANS_DIRECT;
 		d->kind = L7_D_ANSWER;
 		return 0;
 	}
+	/* the token first, as the slow path takes it: a request refused
+	 * here never holds a pooled connection */
+	if ((r->flags & L7_RF_RATE) && l7_rate_take(d, r, gen))
+		return 0;
 	pool = l7_pick_pool(r, gen, s, &c->key);
 	if (pool < 0) {
 		d->reason = pool == L7_PICK_DOWN ? L7_R_ENDPOINT_DOWN : L7_R_POOL_MISS;
+		l7_rate_refund(d);
 		return 0;
 	}
 	d->pool = (__u32)pool;
 	d->slot = l7_g_claim(s, c, (__u32)pool);
 	if (d->slot == L7_NO_SLOT) {
 		d->reason = L7_R_POOL_MISS;
+		l7_rate_refund(d);
 		return 0;
 	}
 	d->kind = L7_D_KERNEL;

@@ -125,7 +125,15 @@ std::unique_ptr<Daemon::Prepared> Daemon::prepare(policy::Policy pol, std::strin
 {
     auto p = std::make_unique<Prepared>();
     std::optional<policy::PolicyError> invalid;
-    auto rt = proxy::prepare_runtime(std::move(pol), rt_.get(), &invalid);
+    proxy::BucketSource buckets;
+    if (dp_)
+        buckets = [table = dp_->buckets()]() -> std::optional<policy::SharedBucket> {
+            auto l = table->lease();
+            if (!l)
+                return std::nullopt;
+            return policy::SharedBucket{l->id, l->state, std::move(l->hold)};
+        };
+    auto rt = proxy::prepare_runtime(std::move(pol), rt_.get(), &invalid, buckets);
     if (!rt) {
         *error = invalid->str();
         return nullptr;
@@ -157,8 +165,14 @@ std::unique_ptr<Daemon::Prepared> Daemon::prepare(policy::Policy pol, std::strin
     }
     if (dp_) {
         auto pool_id = [this](const policy::SocketAddress& a) { return server_->pool().pool_id_for(a); };
+        policy::CompileOptions options;
+        options.rate_bucket = [&rt](size_t route) -> std::optional<uint32_t> {
+            if (route < rt->limiters.size() && rt->limiters[route])
+                return rt->limiters[route]->kernel_bucket();
+            return std::nullopt;
+        };
         p->tables = std::make_unique<policy::CompiledTables>(
-            policy::compile(rt->policy(), random_seed(), pool_id));
+            policy::compile(rt->policy(), random_seed(), pool_id, options));
         for (const auto& note : p->tables->notes)
             log::notice("policy compiler: ", note);
     }
@@ -340,6 +354,8 @@ std::string Daemon::kernel_answer_reason(uint64_t what) const
                                      ((what >> 8) & 0xff) == L7_ANS_DETAIL_TOO_LARGE ? auth::Reason::TooLarge
                                                                                     : auth::Reason::Malformed,
                                      {});
+    case L7_ANS_LIMITED:
+        return proxy::verdict_reason(Kind::RateLimited, auth::Reason::Ok, {});
     }
     return {};
 }
@@ -851,6 +867,7 @@ control::StatsSnapshot Daemon::stats()
         rs.rbac_denied = all.rbac_denied;
         rs.jwt_missing = all.jwt_missing;
         rs.jwt_invalid = all.jwt_invalid;
+        rs.rate_limited = all.rate_limited;
         std::map<std::string, uint64_t> denied_by_rule;
         if (auto it = kernel_denials.find(rs.name); it != kernel_denials.end())
             denied_by_rule = it->second;
@@ -870,7 +887,7 @@ control::StatsSnapshot Daemon::stats()
             rs.rbac_denied += it->second.rbac_denied;
             for (const auto& [rule, n] : it->second.rbac_denied_by_rule)
                 denied_by_rule[rule] += n;
-            rs.rate_limited = it->second.rate_limited;
+            rs.rate_limited += it->second.rate_limited;
             rs.direct_responses += it->second.direct_responses;
             rs.user_latency.assign(std::begin(it->second.latency.buckets), std::end(it->second.latency.buckets));
             rs.user_latency_sum_ns = it->second.latency.sum_ns;

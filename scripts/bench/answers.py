@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """What the kernel's own answers save: a route with a direct response
 (`direct`, the default), an RBAC denial (`deny`: every request denied by
-a rule) or a JWT route's 401 (`unauth`: every request without a token)
+a rule), a JWT route's 401 (`unauth`: every request without a token) or
+a rate limit's 429 (`limited`: a bucket of one token at 1/s)
 under wrk (local clients in the test cgroup, 32 connections, 2
 threads), answered by l7fastd with the data plane and by one with
 kernel_dataplane = false, in interleaved rounds; per round the requests per
@@ -9,7 +10,7 @@ second, wrk's mean latency and l7fastd's CPU time (utime + stime from
 /proc) per request. Compare the rounds' ratios, not absolute figures
 (shared machines).
 
-    scripts/bench/answers.py [ROUNDS] [SECONDS] [direct|deny|unauth]   (root; make build first)
+    scripts/bench/answers.py [ROUNDS] [SECONDS] [direct|deny|unauth|limited]   (root; make build first)
 """
 import os
 import re
@@ -22,13 +23,15 @@ sys.path.insert(0, str(TOP / "tests" / "e2e"))
 os.environ.setdefault("L7FAST_BUILD", str(TOP / "build"))
 
 import l7env  # noqa: E402
-import test_kernel_answers  # noqa: E402  (its policy: "hello", a direct response; "fenced", RBAC; "locked", JWT)
+import test_kernel_answers  # noqa: E402  (its policy: "hello", a direct response; "fenced", RBAC; "locked", JWT;
+#                                          "throttled", a rate limit)
 
 # what wrk asks for, and the route that answers: the kind of answer
 CASES = {
     "direct": ("hello", "/hello/x", []),
     "deny": ("fenced", "/fenced/x", ["-H", "X-Block: 1"]),  # rule "blocked": 403
     "unauth": ("locked", "/locked/x", []),  # no token: 401
+    "limited": ("throttled", "/throttled/x", []),  # 1/s, burst 1: 429
 }
 
 

@@ -103,6 +103,19 @@ def kernel_and_reference(name, start):
     assert not warnings, "kernel warnings during the test:\n" + "\n".join(warnings)
 
 
+@contextlib.contextmanager
+def answering_pair(name, policy):
+    """kernel_and_reference for `policy(port, backend)` with its one backend
+    "app" and every request in the access log (the kernel's answers too);
+    each side's listener port is side.port."""
+    def start(s, settings):
+        s.port = free_port()
+        s.env.start(policy(s.port, s.env.backend("app")),
+                    daemon_settings=(settings + "\naccess_log_sample = 1").strip())
+    with kernel_and_reference(name, start) as sides:
+        yield sides
+
+
 # A deadline only a real hang exceeds. Liveness checks ("the client is not
 # left hanging") and waits for a condition use it; no test waits a fixed time
 # for something to happen or judges how fast it happened, so a busy machine

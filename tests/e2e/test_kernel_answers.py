@@ -15,7 +15,7 @@ import time
 import pytest
 
 import l7env
-from l7env import Conn, b64u, free_port, make_request
+from l7env import Conn, b64u, make_request
 
 LONG_BODY = "x" * 1100  # over L7_MAX_RESP_BYTES: the slow path sends it
 
@@ -83,21 +83,20 @@ cluster = "app"
 match = {{ path_prefix = "/locked" }}
 jwt = "idp"
 [[route]]
+name = "throttled"
+cluster = "app"
+match = {{ path_prefix = "/throttled" }}
+rate_limit = {{ rate = 1, burst = 1 }}
+[[route]]
 name = "app"
 cluster = "app"
 match = {{ path_prefix = "/" }}
 """
 
 
-def start_side(s, settings):
-    s.port = free_port()
-    # every request in the access log: the kernel's answers too
-    s.env.start(policy(s.port, s.env.backend("app")), daemon_settings=(settings + "\naccess_log_sample = 1").strip())
-
-
 @pytest.fixture(scope="module")
 def pair():
-    with l7env.kernel_and_reference("kans", start_side) as sides:
+    with l7env.answering_pair("kans", policy) as sides:
         yield sides
 
 

@@ -750,7 +750,8 @@ TEST(CompilerTables, FeaturesWithoutKernelSupportGoToUserSpace)
              p.routes[0].rbac->rules[0].when.headers.push_back({"x-a", HeaderCondition::Kind::Exact, "1"});
              p.routes[0].rbac->rules[0].when.headers.push_back({"x-a", HeaderCondition::Kind::Exact, "2"});
          }},
-        {"rate limit", [](Policy& p) { p.routes[0].rate_limit = RateLimit{10, 10, std::nullopt, 10}; }},
+        {"rate limit without a kernel bucket",
+         [](Policy& p) { p.routes[0].rate_limit = RateLimit{10, 10, std::nullopt, 10}; }},
         {"direct responses over 1024 bytes are sent from user space", [](Policy& p) {
              p.routes[0].direct_response = DirectResponse{};
              p.routes[0].direct_response->body = std::string(1000, 'b');
@@ -902,6 +903,47 @@ TEST(CompilerTables, FeaturesWithoutKernelSupportGoToUserSpace)
 // the route's range and mode in l7_route, conditions in space 1's sets and
 // strings (never in the route space), header slots and prefix lengths
 // shared with routes (routes first).
+TEST(CompilerTables, KeylessRateLimitsRunInTheKernelOnTheLimitersBucket)
+{
+    Policy p = load(route_block("limited", "path_prefix = \"/a\"") + route_block("keyed", "path_prefix = \"/k\"") +
+                    route_block("other", "path_prefix = \"/o\""));
+    ASSERT_EQ(p.routes.size(), 3u);
+    p.routes[0].rate_limit = RateLimit{7, 30, std::nullopt, 10};
+    p.routes[1].rate_limit = RateLimit{7, 30, RequestKey{RequestKey::Kind::Header, "x-key"}, 10};
+    p.routes[2].rate_limit = RateLimit{7, 30, std::nullopt, 10};
+    PoolIds pools;
+    CompileOptions options;
+    // the daemon's limiters: route 0 has kernel bucket 1234, route 2 none
+    options.rate_bucket = [](size_t r) { return r == 0 ? std::optional<uint32_t>(1234) : std::nullopt; };
+    const CompiledTables t = compile(p, kSeed, pools.fn(), options);
+    EXPECT_TRUE(t.placement[0].kernel) << t.placement[0].reason;
+    EXPECT_TRUE(t.placement[0].kernel_limited);
+    const l7_route& r = t.routes[0];
+    EXPECT_TRUE(r.flags & L7_RF_RATE);
+    EXPECT_EQ(r.bucket, 1234u);
+    EXPECT_EQ(r.rate, 7u);
+    EXPECT_EQ(r.burst, 30u);
+    // the 429 is the slow path's keep-alive bytes: a wait is at most 1 s
+    // at rate >= 1, so retry-after is always 1
+    ASSERT_LT(r.resp_limited, t.responses.size());
+    const l7_response& resp = t.responses[r.resp_limited];
+    const std::string want = too_many_requests(1000, false).bytes;
+    EXPECT_EQ(want, too_many_requests(1, false).bytes);
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(resp.bytes), resp.len), want);
+    EXPECT_EQ(resp.status, 429);
+    EXPECT_EQ(resp.head_len, want.size() - std::string("too many requests\n").size());
+
+    EXPECT_FALSE(t.placement[1].kernel);
+    EXPECT_EQ(t.placement[1].reason, "keyed rate limits run in user space");
+    EXPECT_FALSE(t.routes[1].flags & L7_RF_RATE);
+    EXPECT_FALSE(t.placement[2].kernel);
+    EXPECT_EQ(t.placement[2].reason, "rate limit without a kernel bucket (l7fastd runs it in user space)");
+    EXPECT_EQ(t.routes[2].resp_limited, L7_RESP_NONE);
+
+    // without a data plane's buckets every rate limit is user space's
+    EXPECT_FALSE(compile_policy(p, pools).placement[0].kernel);
+}
+
 TEST(CompilerTables, RbacRulesGoToTheRuleSpace)
 {
     const Policy p = load(R"(

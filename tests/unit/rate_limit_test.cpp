@@ -3,11 +3,15 @@
 // (proxy/RateLimiter).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <thread>
 
 #include "l7_bucket.h"
+#include "common/Clock.hpp"
 #include "proxy/RateLimiter.hpp"
 
 using l7fast::policy::RateLimit;
@@ -21,41 +25,55 @@ constexpr uint64_t kT0 = 5 * kSec;  // any non-zero start
 
 }  // namespace
 
+namespace {
+
+// milli-tokens a bucket holds at now_ns
+uint64_t held(__u64 b, uint64_t now_ns, uint32_t rate, uint32_t burst)
+{
+    const uint64_t v = l7_bucket_clock(now_ns, rate);
+    return std::min<uint64_t>(v > b ? v - b : 0, uint64_t{burst} * 1000);
+}
+
+}  // namespace
+
 TEST(Bucket, FreshBucketStartsFull)
 {
-    l7_bucket b{};
+    __u64 b = 0;
     for (int i = 0; i < 3; i++)
         EXPECT_EQ(l7_bucket_take(&b, kT0, 1, 3), 0u) << i;
-    EXPECT_EQ(b.tokens_milli, 0u);
-    EXPECT_EQ(b.last_ns, kT0);
+    EXPECT_EQ(held(b, kT0, 1, 3), 0u);
     EXPECT_EQ(l7_bucket_take(&b, kT0, 1, 3), 1000u) << "one token per second: a second to wait";
+    __u64 empty = 0;
+    EXPECT_EQ(l7_bucket_take(&empty, kT0, 5, 0), L7_BUCKET_NEVER);
+    __u64 at_boot = 0;
+    EXPECT_EQ(l7_bucket_take(&at_boot, 0, 1, 1'000'000), 0u) << "full even at clock 0";
+    EXPECT_EQ(held(at_boot, 0, 1, 1'000'000), 999'999'000u);
 }
 
 TEST(Bucket, ExactRefill)
 {
-    l7_bucket b{};
+    __u64 b = 0;
     ASSERT_EQ(l7_bucket_take(&b, kT0, 10, 1), 0u);
     // 10 tokens/s: 10 milli-tokens per millisecond
     EXPECT_EQ(l7_bucket_take(&b, kT0 + 99 * kMs, 10, 1), 1u) << "990 milli-tokens: 10 missing, 1 ms";
-    EXPECT_EQ(b.tokens_milli, 990u);
+    EXPECT_EQ(held(b, kT0 + 99 * kMs, 10, 1), 990u) << "a refused take changes nothing";
     EXPECT_EQ(l7_bucket_take(&b, kT0 + 100 * kMs, 10, 1), 0u);
-    EXPECT_EQ(b.tokens_milli, 0u);
-    EXPECT_EQ(b.last_ns, kT0 + 100 * kMs);
+    EXPECT_EQ(held(b, kT0 + 100 * kMs, 10, 1), 0u);
 }
 
 TEST(Bucket, RetryAfterIsRoundedUp)
 {
-    l7_bucket b{};
+    __u64 b = 0;
     ASSERT_EQ(l7_bucket_take(&b, kT0, 3, 1), 0u);
     EXPECT_EQ(l7_bucket_take(&b, kT0, 3, 1), 334u) << "1000 milli-tokens at 3 per ms";
     EXPECT_EQ(l7_bucket_take(&b, kT0 + 333 * kMs, 3, 1), 1u) << "999 of 1000";
     EXPECT_EQ(l7_bucket_take(&b, kT0 + 334 * kMs, 3, 1), 0u);
-    EXPECT_EQ(b.tokens_milli, 0u) << "refilled to the burst of one token, then taken";
+    EXPECT_EQ(held(b, kT0 + 334 * kMs, 3, 1), 0u) << "refilled to the burst of one token, then taken";
 }
 
 TEST(Bucket, BurstCapsTheRefill)
 {
-    l7_bucket b{};
+    __u64 b = 0;
     for (int i = 0; i < 5; i++)
         ASSERT_EQ(l7_bucket_take(&b, kT0, 100, 5), 0u);
     ASSERT_NE(l7_bucket_take(&b, kT0, 100, 5), 0u);
@@ -71,71 +89,90 @@ TEST(Bucket, FractionsOfAMilliTokenAreCarriedOver)
     // 1 token/s is 0.001 milli-tokens per µs: calls every 500 µs each refill
     // less than one milli-token, and the token still arrives after exactly
     // one second
-    l7_bucket b{};
+    __u64 b = 0;
     ASSERT_EQ(l7_bucket_take(&b, kT0, 1, 1), 0u);
     for (uint64_t k = 1; k < 2000; k++)
         ASSERT_NE(l7_bucket_take(&b, kT0 + k * 500'000, 1, 1), 0u) << k;
     EXPECT_EQ(l7_bucket_take(&b, kT0 + kSec, 1, 1), 0u);
+    // at 3 tokens/s a token takes 333.33 ms: three in exactly one second
+    __u64 c = 0;
+    ASSERT_EQ(l7_bucket_take(&c, kT0, 3, 1), 0u);
+    int taken = 0;
+    for (uint64_t us = 1; us <= 1'000'000; us++)
+        taken += l7_bucket_take(&c, kT0 + us * 1000, 3, 1) == 0;
+    EXPECT_EQ(taken, 3);
 }
 
 TEST(Bucket, NoOverflowAtTheLimits)
 {
-    const uint32_t max = std::numeric_limits<uint32_t>::max();
-    const uint64_t cap = static_cast<uint64_t>(max) * 1000;
-    {
-        l7_bucket b{};
-        ASSERT_EQ(l7_bucket_take(&b, 1, max, max), 0u);
-        EXPECT_EQ(b.tokens_milli, cap - 1000);
-        b.tokens_milli = 0;
-        EXPECT_EQ(l7_bucket_take(&b, std::numeric_limits<uint64_t>::max(), max, max), 0u);
-        EXPECT_EQ(b.tokens_milli, cap - 1000) << "refilled to exactly the capacity";
-    }
-    {
-        // slowest refill, biggest bucket, longest gap
-        l7_bucket b{0, 1};
-        EXPECT_EQ(l7_bucket_take(&b, std::numeric_limits<uint64_t>::max(), 1, max), 0u);
-        EXPECT_EQ(b.tokens_milli, cap - 1000);
-    }
-    {
-        // fastest refill into a one-token bucket: 1 ns refills 4294 milli-tokens
-        l7_bucket b{0, kT0};
-        EXPECT_EQ(l7_bucket_take(&b, kT0 + 1, max, 1), 0u);
-        EXPECT_EQ(b.tokens_milli, 0u);
-        EXPECT_EQ(l7_bucket_take(&b, kT0 + 1, max, 1), 1u) << "at least 1 ms";
-    }
-    {
-        // 1 ns short of full: the largest product that is computed, exactly
-        l7_bucket b{0, kT0};
-        const uint64_t full = cap * 1'000'000 / max;  // 1 s
-        EXPECT_EQ(l7_bucket_take(&b, kT0 + full - 1, max, max), 0u);
-        EXPECT_EQ(b.tokens_milli, (full - 1) * max / 1'000'000 - 1000);
-        EXPECT_EQ(b.tokens_milli, 4294967289705u);
-    }
+    // the policy's largest rate and burst, 100 years of uptime
+    const uint32_t max = 1'000'000;
+    const uint64_t cap = uint64_t{max} * 1000;
+    const uint64_t century = 100ULL * 365 * 24 * 3600 * kSec;
+    __u64 b = 0;
+    ASSERT_EQ(l7_bucket_take(&b, century, max, max), 0u);
+    EXPECT_EQ(held(b, century, max, max), cap - 1000);
+    EXPECT_GT(l7_bucket_clock(century, max), l7_bucket_clock(century - 1, max));
+    EXPECT_LT(l7_bucket_clock(century, max), uint64_t{1} << 63);
+    // fastest refill into a one-token bucket: 1 ns refills 1 milli-token
+    __u64 f = 0;
+    ASSERT_EQ(l7_bucket_take(&f, kT0, max, 1), 0u);
+    EXPECT_EQ(l7_bucket_take(&f, kT0 + 1, max, 1), 1u) << "at least 1 ms";
+    EXPECT_EQ(l7_bucket_take(&f, kT0 + 1000, max, 1), 0u) << "1 µs: a token";
 }
 
-TEST(Bucket, ClockGoingBackRefillsNothing)
+TEST(Bucket, AMarkAheadOfTheClockIsAnEmptyBucket)
 {
-    l7_bucket b{};
+    // another taker read a later clock: nothing is refilled before it
+    __u64 b = 0;
     ASSERT_EQ(l7_bucket_take(&b, kT0, 1, 1), 0u);
     EXPECT_EQ(l7_bucket_take(&b, kT0 - kSec, 1, 1), 1000u);
-    EXPECT_EQ(b.last_ns, kT0) << "last_ns does not move back";
     EXPECT_EQ(l7_bucket_take(&b, kT0 + kSec, 1, 1), 0u);
 }
 
 TEST(Bucket, ZeroRateOrBurstNeverRefills)
 {
-    l7_bucket b{};
+    __u64 b = 0;
     EXPECT_EQ(l7_bucket_take(&b, kT0, 0, 1), 0u) << "a fresh bucket is full";
     EXPECT_EQ(l7_bucket_take(&b, kT0 + 3600 * kSec, 0, 1), L7_BUCKET_NEVER);
-    l7_bucket empty{};
+    __u64 empty = 0;
     EXPECT_EQ(l7_bucket_take(&empty, kT0, 5, 0), L7_BUCKET_NEVER);
 }
 
-TEST(Bucket, LoweredBurstClampsTheTokens)
+TEST(Bucket, ARefundRestoresTheBucketExactly)
 {
-    l7_bucket b{50'000, kT0};  // 50 tokens from a previous policy
-    EXPECT_EQ(l7_bucket_take(&b, kT0, 1, 2), 0u);
-    EXPECT_EQ(b.tokens_milli, 1000u);
+    for (const uint64_t gap : {uint64_t{0}, 250 * kMs, 10 * kSec}) {
+        __u64 taken = 0, untouched = 0;
+        ASSERT_EQ(l7_bucket_take(&taken, kT0, 4, 2), 0u);
+        ASSERT_EQ(l7_bucket_take(&untouched, kT0, 4, 2), 0u);
+        // one more take and its refund, against none
+        ASSERT_EQ(l7_bucket_take(&taken, kT0 + gap, 4, 2), 0u);
+        l7_bucket_refund(&taken);
+        for (uint64_t t = kT0 + gap; t < kT0 + gap + 2 * kSec; t += 50 * kMs)
+            ASSERT_EQ(held(taken, t, 4, 2), held(untouched, t, 4, 2)) << gap << " " << t;
+    }
+}
+
+TEST(Bucket, SharedTakesAdmitExactlyTheBurstFromConcurrentTakers)
+{
+    // no refill: however the two threads interleave, exactly `burst`
+    // requests are admitted between them, and every other one is refused
+    constexpr uint32_t kBurst = 50'000;
+    __u64 b = 0;
+    std::atomic<uint64_t> admitted{0}, refused{0};
+    auto taker = [&] {
+        for (int i = 0; i < 40'000; i++) {
+            uint64_t wait = 0;
+            L7_BUCKET_TAKE_SHARED(&b, kT0, 0, kBurst, 1'000'000, wait);
+            ASSERT_NE(wait, L7_BUCKET_BUSY);
+            (wait == 0 ? admitted : refused)++;
+        }
+    };
+    std::thread t1(taker), t2(taker);
+    t1.join();
+    t2.join();
+    EXPECT_EQ(admitted.load(), kBurst);
+    EXPECT_EQ(refused.load(), 80'000u - kBurst);
 }
 
 TEST(RateLimiter, OneBucketPerKey)
@@ -193,4 +230,31 @@ TEST(RateLimiter, ManyKeysStayBounded)
     EXPECT_EQ(limiter.keys(), 1000u);
     EXPECT_EQ(limiter.take("client-19999", kT0), 1000u) << "recent keys are still there";
     EXPECT_EQ(limiter.take("client-0", kT0), 0u) << "old ones were evicted";
+}
+
+TEST(RateLimiter, TheKeylessBucketCanBeTheKernels)
+{
+    // the data plane's entry (here a plain word): reset to a full bucket,
+    // then every request without the key takes from it; keyed ones do not
+    __u64 entry = 12345;
+    bool released = false;
+    {
+        auto lease = std::shared_ptr<void>(&entry, [&](void*) { released = true; });
+        RateLimiter limiter(RateLimit{1, 2, std::nullopt, 100}, l7fast::policy::SharedBucket{7, &entry, lease});
+        lease.reset();
+        EXPECT_EQ(entry, 0u);
+        EXPECT_EQ(limiter.kernel_bucket(), std::optional<uint32_t>(7));
+        EXPECT_EQ(limiter.take(std::nullopt, kT0), 0u);
+        EXPECT_NE(entry, 0u) << "the token came from the shared entry";
+        // the other side (the kernel) emptied it for an hour: refused here
+        // too, and a refusal leaves the entry as it is
+        entry = l7_bucket_clock(l7fast::monotonic_ns(), 1) + 3600 * 1000;
+        const __u64 emptied = entry;
+        EXPECT_NE(limiter.take(std::nullopt, kT0), 0u);
+        EXPECT_EQ(entry, emptied);
+        EXPECT_EQ(limiter.take("k", kT0), 0u) << "keyed buckets are the limiter's own";
+        EXPECT_FALSE(released) << "the limiter holds the lease";
+    }
+    EXPECT_TRUE(released);
+    EXPECT_EQ(RateLimiter(RateLimit{1, 2, std::nullopt, 100}).kernel_bucket(), std::nullopt);
 }

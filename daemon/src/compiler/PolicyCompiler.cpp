@@ -71,6 +71,7 @@ struct RouteShape {
     std::optional<uint32_t> jwt_provider;  // admitted from the verified-token cache
     std::optional<l7_mutation> mutation;  // request header mutation (L7_RF_MUTATE)
     std::optional<l7_response> response;  // the direct response (L7_RF_DIRECT)
+    std::optional<uint32_t> bucket;       // the rate limit's l7_buckets entry (L7_RF_RATE)
     Reasons reasons;  // non-empty: user space
     // RBAC: the route's rules, shaped like routes (only the condition
     // fields are used), and where they are in space 1 once allocated
@@ -80,8 +81,9 @@ struct RouteShape {
 
 class TableBuilder {
 public:
-    TableBuilder(const Policy& policy, uint64_t seed, const StringHashFn& hash, const PoolIdFn& pool_id)
-        : p_(policy), seed_(seed), hash_(hash), pool_id_(pool_id),
+    TableBuilder(const Policy& policy, uint64_t seed, const StringHashFn& hash, const PoolIdFn& pool_id,
+                 const RateBucketFn& rate_bucket)
+        : p_(policy), seed_(seed), hash_(hash), pool_id_(pool_id), rate_bucket_(rate_bucket),
           in_tables_(std::min<size_t>(policy.routes.size(), L7_MAX_ROUTES)),
           overflow_(policy.routes.size() > L7_MAX_ROUTES)
     {
@@ -280,6 +282,7 @@ private:
         shape_headers(route.match, s);
         shape_targets(route, s);
         shape_unsupported(route, s);
+        shape_rate_limit(r, s);
         if (route.rbac)
             shape_rules(*route.rbac, s);
         if (!route.offload)
@@ -308,8 +311,6 @@ private:
         if (!m.claims.empty())
             s.reasons.add("claim conditions run in user space");
         shape_jwt(route, s);
-        if (route.rate_limit)
-            s.reasons.add("rate limits run in user space");
         if (route.direct_response)
             shape_direct_response(*route.direct_response, s);
         if (!route.response_headers.empty())
@@ -317,6 +318,28 @@ private:
         shape_request_mutation(route, s);
         if (route.timeout)
             s.reasons.add("per-route timeouts run in user space");
+    }
+
+    // A keyless rate limit runs in the kernel on the bucket the slow path's
+    // limiter shares with it (RateLimiter); the 429 is the kernel's to send
+    // when its bytes fit.
+    void shape_rate_limit(uint32_t r, RouteShape& s)
+    {
+        const Route& route = p_.routes[r];
+        if (!route.rate_limit)
+            return;
+        if (route.rate_limit->key) {
+            s.reasons.add("keyed rate limits run in user space");
+            return;
+        }
+        if (route.rate_limit->rate == 0 || route.rate_limit->burst == 0) {
+            // the loader refuses these; the kernel's 429 says retry-after: 1
+            s.reasons.add("a rate limit of 0 runs in user space");
+            return;
+        }
+        s.bucket = rate_bucket_ ? rate_bucket_(r) : std::nullopt;
+        if (!s.bucket || *s.bucket >= L7_MAX_BUCKETS)
+            s.reasons.add("rate limit without a kernel bucket (l7fastd runs it in user space)");
     }
 
     // Each rule is shaped like a route's match; anything the kernel cannot
@@ -778,6 +801,21 @@ private:
         return unauthorized_at_;
     }
 
+    // The 429 of kernel rate limits, added to t on first use and shared;
+    // nothing when it does not fit (the slow path sends it).
+    const std::optional<uint32_t>& limited_response(CompiledTables& t)
+    {
+        if (!limited_tried_) {
+            limited_tried_ = true;
+            const auto r = kernel_response(too_many_requests(1000, false), 429);
+            if (r && t.responses.size() < L7_MAX_RESPONSES) {
+                limited_at_ = static_cast<uint32_t>(t.responses.size());
+                t.responses.push_back(*r);
+            }
+        }
+        return limited_at_;
+    }
+
     void place_routes(CompiledTables& t)
     {
         for (uint32_t r = 0; r < p_.routes.size(); r++) {
@@ -830,6 +868,19 @@ private:
                 out.flags |= L7_RF_DIRECT;
                 out.resp_direct = static_cast<__u32>(t.responses.size());
                 t.responses.push_back(*s.response);
+            }
+            out.resp_limited = L7_RESP_NONE;
+            if (placement.kernel && s.bucket) {
+                const RateLimit& rl = *p_.routes[r].rate_limit;
+                out.flags |= L7_RF_RATE;
+                out.bucket = *s.bucket;
+                out.rate = rl.rate;
+                out.burst = rl.burst;
+                // rate >= 1: a wait is at most 1 s, the 429 is always this one
+                if (const auto& at = limited_response(t)) {
+                    out.resp_limited = *at;
+                    placement.kernel_limited = true;
+                }
             }
             out.resp_deny = L7_RESP_NONE;
             if (placement.kernel && s.rule_first) {
@@ -992,6 +1043,7 @@ private:
     const uint64_t seed_;
     const StringHashFn& hash_;
     const PoolIdFn& pool_id_;
+    const RateBucketFn& rate_bucket_;
     const uint32_t in_tables_;  // routes with bits in the route sets
     const bool overflow_;       // more routes than bits: the last bit stands in for the rest
 
@@ -1010,6 +1062,8 @@ private:
     // unauthorized_responses()
     bool unauthorized_tried_ = false;
     std::optional<std::array<uint32_t, 2>> unauthorized_at_;
+    bool limited_tried_ = false;
+    std::optional<uint32_t> limited_at_;
 };
 
 }  // namespace
@@ -1035,7 +1089,7 @@ CompiledTables compile(const Policy& policy, uint64_t seed, const PoolIdFn& pool
     uint64_t s = seed;
     for (unsigned attempt = 1;; attempt++) {
         size_t collisions = 0;
-        CompiledTables t = TableBuilder(policy, s, hash, pool_id).build(&collisions);
+        CompiledTables t = TableBuilder(policy, s, hash, pool_id, options.rate_bucket).build(&collisions);
         if (collisions == 0 || attempt == attempts) {
             if (collisions)
                 notes.push_back(std::to_string(collisions) + " string conditions still collided with seed " +

@@ -41,6 +41,9 @@ struct RoutePlacement {
     // a kernel route with JWT whose 401s (no token, an empty or too large
     // one) the kernel sends (l7_route.resp_no_token, resp_bad_token)
     bool kernel_unauthorized = false;
+    // a kernel route with a rate limit whose 429 the kernel sends
+    // (l7_route.resp_limited)
+    bool kernel_limited = false;
 };
 
 struct ListenerPlacement {
@@ -73,9 +76,10 @@ struct CompiledTables {
     std::vector<l7_jwt_provider> jwt_providers;
     // (route index, table) of every route with L7_RF_MUTATE, ascending
     std::vector<std::pair<uint32_t, l7_mutation>> mutations;
-    // the answers the kernel sends: direct responses, RBAC denials and the
-    // two 401s of kernel routes, index l7_route.resp_direct / resp_deny /
-    // resp_no_token / resp_bad_token (at most L7_MAX_RESPONSES)
+    // the answers the kernel sends: direct responses, RBAC denials, the
+    // two 401s and the 429 of kernel routes, index l7_route.resp_direct /
+    // resp_deny / resp_no_token / resp_bad_token / resp_limited (at most
+    // L7_MAX_RESPONSES)
     std::vector<l7_response> responses;
     std::vector<RoutePlacement> placement;              // one per Policy::routes entry
     std::vector<ListenerPlacement> listener_placement;  // one per Policy::listeners entry
@@ -91,8 +95,13 @@ using PoolIdFn = std::function<std::optional<uint32_t>(const SocketAddress&)>;
 // (l7_hash_str). Tests substitute a weak one to force collisions.
 using StringHashFn = std::function<uint64_t(uint64_t seed, std::string_view bytes, bool lower)>;
 
+// The l7_buckets entry of route i's rate limit (its slow-path limiter's
+// SharedBucket); nullopt: none, the route's rate limit runs in user space.
+using RateBucketFn = std::function<std::optional<uint32_t>(size_t route)>;
+
 struct CompileOptions {
     StringHashFn string_hash;  // empty: the kernel's
+    RateBucketFn rate_bucket;  // empty: every rate limit runs in user space
     // Seeds tried when two strings of one table collide on (kind, aux,
     // hash); after the last, colliding conditions go to the slow path.
     unsigned seed_attempts = 4;

@@ -629,7 +629,13 @@ std::optional<std::string> Explainer::run(const ExplainRequest& req, std::string
         } else {
             w_.field("key", "route");
         }
-        w_.field("note", "explain takes no token: the running bucket decides (429 when empty)").end_object();
+        const bool kernel_limits = ri < placement_.routes.size() && placement_.routes[ri].kernel_limited;
+        w_.field("bucket", kernel_limits ? "kernel (shared with the slow path)" : "user space");
+        w_.field("note", kernel_limits
+                             ? "explain takes no token: the running bucket decides (429 when empty; the kernel "
+                               "sends it, the slow path when the request asks to close the connection)"
+                             : "explain takes no token: the running bucket decides (429 when empty)")
+            .end_object();
     }
     if (v.kind == proxy::Verdict::Kind::Direct && route.direct_response)
         w_.begin_object()
@@ -1015,6 +1021,8 @@ bool render_explain_text(const std::string& json, std::string* out, std::string*
                      x.str(&s, "key");
                 if (d.find(s, "key_value"))
                     o += " = " + x.str(&s, "key_value", "(none in the request)");
+                if (d.find(s, "bucket"))
+                    o += "; bucket: " + x.str(&s, "bucket");
                 o += "\n              " + x.str(&s, "note") + "\n";
             } else if (st == "direct_response") {
                 o += "  direct      status " + x.str(&s, "status") + "\n";

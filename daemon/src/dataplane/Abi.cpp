@@ -120,6 +120,7 @@ RouteCounters& RouteCounters::operator+=(const RouteCounters& o)
     rbac_denied += o.rbac_denied;
     jwt_missing += o.jwt_missing;
     jwt_invalid += o.jwt_invalid;
+    rate_limited += o.rate_limited;
     return *this;
 }
 

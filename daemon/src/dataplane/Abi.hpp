@@ -35,6 +35,7 @@ struct RouteCounters {
     uint64_t rbac_denied = 0;               // of `requests`: answered with the route's RBAC denial
     uint64_t jwt_missing = 0;               // of `requests`: answered 401, no token
     uint64_t jwt_invalid = 0;               // of `requests`: answered 401, an empty or too large token
+    uint64_t rate_limited = 0;              // of `requests`: answered 429 (the route's rate limit)
 
     RouteCounters& operator+=(const RouteCounters& o);
     // One response: its status, bytes sent to the client and the time since

@@ -231,6 +231,37 @@ MappedArray<T>& MappedArray<T>::operator=(MappedArray&& o) noexcept
 }
 
 template class MappedArray<uint64_t>;
+
+BucketTable::BucketTable(int map_fd, uint32_t entries)
+    : entries_(map_fd, entries, "l7_buckets"), used_(entries, false)
+{
+}
+
+std::optional<BucketTable::Lease> BucketTable::lease()
+{
+    const auto n = static_cast<uint32_t>(used_.size());
+    for (uint32_t k = 0; k < n; k++) {
+        const uint32_t id = (cursor_ + k) % n;
+        if (used_[id])
+            continue;
+        uint64_t* e = entries_.at(id);
+        if (!e)
+            return std::nullopt;
+        used_[id] = true;
+        leased_++;
+        cursor_ = (id + 1) % n;
+        __atomic_store_n(e, uint64_t{0}, __ATOMIC_SEQ_CST);
+        Lease l;
+        l.id = id;
+        l.state = reinterpret_cast<__u64*>(e);
+        l.hold = std::shared_ptr<void>(e, [table = shared_from_this(), id](void*) {
+            table->used_[id] = false;
+            table->leased_--;
+        });
+        return l;
+    }
+    return std::nullopt;
+}
 template class MappedArray<l7_pool>;
 template class MappedArray<l7_conn_sync>;
 
@@ -261,6 +292,8 @@ Dataplane::Dataplane(const DataplaneOptions& opts) : opts_(opts)
     pools_ = MappedArray<l7_pool>(bpf_map__fd(skel_->maps.l7_pools), L7_MAX_POOLS, "l7_pools");
     conn_sync_ = MappedArray<l7_conn_sync>(bpf_map__fd(skel_->maps.l7_conn_sync), L7_MAX_CONNS,
                                            "l7_conn_sync");
+    // adopted buckets are not: a restart starts every limiter afresh
+    buckets_ = std::make_shared<BucketTable>(bpf_map__fd(skel_->maps.l7_buckets), L7_MAX_BUCKETS);
     if (const auto& f = test_faults(); f.conns_max)
         remote_capacity_ = *f.conns_max;
     remote_used_.assign(L7_MAX_CONNS - L7_CONNS_LOCAL, false);
@@ -894,6 +927,7 @@ RouteCounters Dataplane::route_counters(uint32_t gen, uint32_t route) const
         out.rbac_denied += s.rbac_denied;
         out.jwt_missing += s.jwt_missing;
         out.jwt_invalid += s.jwt_invalid;
+        out.rate_limited += s.rate_limited;
     }
     return out;
 }

@@ -87,6 +87,31 @@ private:
     mutable std::vector<uint8_t> window_;  // per window: 0 unmapped, 1 mapped, 2 failed
 };
 
+// The rate-limit buckets the kernel shares with the slow path (l7_buckets,
+// mmapped; bpf/include/l7_bucket.h): ids leased to the daemon's limiters of
+// kernel routes. A lease keeps the table (and its mapping) alive and frees
+// its id when the last holder lets go, so limiters may outlive the
+// Dataplane. Single-threaded, like the daemon's event loop.
+class BucketTable : public std::enable_shared_from_this<BucketTable> {
+public:
+    struct Lease {
+        uint32_t id = 0;
+        __u64* state = nullptr;      // reset to 0 (a fresh, full bucket)
+        std::shared_ptr<void> hold;  // frees `id` when the last copy goes
+    };
+
+    BucketTable(int map_fd, uint32_t entries);
+    // nullopt when every id is leased (or its page cannot be mapped)
+    std::optional<Lease> lease();
+    size_t leased() const { return leased_; }
+
+private:
+    MappedArray<uint64_t> entries_;
+    std::vector<bool> used_;
+    size_t leased_ = 0;
+    uint32_t cursor_ = 0;
+};
+
 class Dataplane {
 public:
     // Loads, attaches and pins. Throws DataplaneError with an explanation
@@ -123,6 +148,8 @@ public:
     void set_access_log_sample(uint32_t n);
     // L7FAST_TEST_FAULT=bench-raw: the pool every request goes to.
     void set_raw_pool(uint32_t pool);
+    // The buckets of kernel rate limits (l7_route.bucket).
+    const std::shared_ptr<BucketTable>& buckets() const { return buckets_; }
 
     // ---- verified-token cache (JWT, bpf/include/l7_jwtcache.h) -------------
     // Where the slow path stores a token of `provider` that it verified with
@@ -277,6 +304,7 @@ private:
     MappedArray<uint64_t> slot_states_;
     MappedArray<l7_pool> pools_;
     MappedArray<l7_conn_sync> conn_sync_;
+    std::shared_ptr<BucketTable> buckets_;
     std::unique_ptr<::ring_buffer, RingDeleter> events_;
     const std::function<void(const l7_event&)>* consumer_ = nullptr;
     // the daemon's half of l7_conns (remote clients): which entries it uses

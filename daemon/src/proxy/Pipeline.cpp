@@ -47,7 +47,8 @@ void set_client_address(policy::RequestView& view, const l7_conn_key& key)
     }
 }
 
-std::optional<policy::PolicyError> build_pipeline_state(PolicyRuntime& rt, const PolicyRuntime* previous)
+std::optional<policy::PolicyError> build_pipeline_state(PolicyRuntime& rt, const PolicyRuntime* previous,
+                                                        const BucketSource& buckets)
 {
     const policy::Policy& pol = rt.policy();
 
@@ -89,8 +90,12 @@ std::optional<policy::PolicyError> build_pipeline_state(PolicyRuntime& rt, const
                     break;
                 }
             }
-            if (!limiter)
-                limiter = std::make_shared<policy::RateLimiter>(*r.rate_limit);
+            if (!limiter) {
+                std::optional<policy::SharedBucket> shared;
+                if (!r.rate_limit->key && buckets)
+                    shared = buckets();
+                limiter = std::make_shared<policy::RateLimiter>(*r.rate_limit, std::move(shared));
+            }
         }
         rt.limiters.push_back(std::move(limiter));
 

@@ -39,7 +39,12 @@ void set_client_address(policy::RequestView& view, const l7_conn_key& key);
 // `previous` keeps previous's limiter, buckets included: a reload does not
 // hand everyone a fresh budget. Returns the first error, located where the
 // provider, cluster or route is written (proxy/Prepare.hpp runs this).
-std::optional<policy::PolicyError> build_pipeline_state(PolicyRuntime& rt, const PolicyRuntime* previous);
+// `buckets`, when given, hands the new limiter of a route with a keyless
+// rate limit the kernel's bucket to share (the data plane's l7_buckets); a
+// route without one is rate-limited in user space only.
+using BucketSource = std::function<std::optional<policy::SharedBucket>()>;
+std::optional<policy::PolicyError> build_pipeline_state(PolicyRuntime& rt, const PolicyRuntime* previous,
+                                                        const BucketSource& buckets = {});
 
 // The JWT results of one request, verified at most once per provider and
 // only when a stage asks (a route's claim conditions while matching, then

@@ -12,7 +12,8 @@
 namespace l7fast::proxy {
 
 std::shared_ptr<PolicyRuntime> prepare_runtime(policy::Policy pol, const PolicyRuntime* previous,
-                                               std::optional<policy::PolicyError>* error)
+                                               std::optional<policy::PolicyError>* error,
+                                               const BucketSource& buckets)
 {
     // every distinct upstream address is a pool (UpstreamPool::pool_id_for)
     std::set<policy::SocketAddress> addresses;
@@ -31,7 +32,7 @@ std::shared_ptr<PolicyRuntime> prepare_runtime(policy::Policy pol, const PolicyR
     rt->router = std::make_shared<policy::Router>(std::move(pol));
     // JWT verifiers (keys and JWKS files), hash tables, rate limiters: a key
     // set that does not load fails here, not the requests
-    if (auto e = build_pipeline_state(*rt, previous)) {
+    if (auto e = build_pipeline_state(*rt, previous, buckets)) {
         *error = std::move(e);
         return nullptr;
     }

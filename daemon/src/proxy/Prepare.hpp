@@ -16,15 +16,18 @@
 
 #include "config/Policy.hpp"
 #include "loader/PolicyLoader.hpp"
+#include "proxy/Pipeline.hpp"
 #include "proxy/ProxyServer.hpp"
 
 namespace l7fast::proxy {
 
 // A runtime for `pol`, or nullptr with *error set (located where the
 // provider, cluster or route is written). `previous` is the generation
-// running now, whose rate-limit buckets carry over (build_pipeline_state).
+// running now, whose rate-limit buckets carry over; `buckets` gives new
+// limiters the kernel's (build_pipeline_state).
 std::shared_ptr<PolicyRuntime> prepare_runtime(policy::Policy pol, const PolicyRuntime* previous,
-                                               std::optional<policy::PolicyError>* error);
+                                               std::optional<policy::PolicyError>* error,
+                                               const BucketSource& buckets = {});
 
 // What `l7fastctl check` runs, as its caller: the loader on `file` and the
 // drop-ins in `dropins`, then prepare_runtime. The result is the loader's,

@@ -5,6 +5,7 @@
 #include <random>
 #include <stdexcept>
 
+#include "common/Clock.hpp"
 #include "common/KernelHash.hpp"
 
 namespace l7fast::policy {
@@ -39,7 +40,14 @@ size_t RateLimiter::SeededHash::operator()(std::string_view s) const
     return static_cast<size_t>(kernel::match_hash(seed, s, false));
 }
 
-RateLimiter::RateLimiter(const RateLimit& limit) : RateLimiter(limit.rate, limit.burst, limit.max_keys) {}
+RateLimiter::RateLimiter(const RateLimit& limit, std::optional<SharedBucket> shared)
+    : RateLimiter(limit.rate, limit.burst, limit.max_keys)
+{
+    if (shared && shared->state) {
+        shared_ = std::move(shared);
+        __atomic_store_n(shared_->state, __u64{0}, __ATOMIC_SEQ_CST);
+    }
+}
 
 RateLimiter::RateLimiter(uint32_t rate, uint32_t burst, uint32_t max_keys)
     : rate_(rate), burst_(burst), max_keys_(max_keys ? max_keys : 1), index_(16, SeededHash{random_seed()})
@@ -48,6 +56,14 @@ RateLimiter::RateLimiter(uint32_t rate, uint32_t burst, uint32_t max_keys)
 
 uint64_t RateLimiter::take(std::optional<std::string_view> key, uint64_t now_ns)
 {
+    if (!key && shared_) {
+        uint64_t wait = 0;
+        // unbounded: every lost race is another taker's token (lock-free)
+        do {
+            L7_BUCKET_TAKE_SHARED(shared_->state, monotonic_ns(), rate_, burst_, 64, wait);
+        } while (wait == L7_BUCKET_BUSY);
+        return wait;
+    }
     if (!key)
         return l7_bucket_take(&keyless_, now_ns, rate_, burst_);
     const std::string stored = stored_key(*key);
@@ -59,7 +75,7 @@ uint64_t RateLimiter::take(std::optional<std::string_view> key, uint64_t now_ns)
         index_.erase(lru_.back().first);
         lru_.pop_back();
     }
-    lru_.emplace_front(stored, l7_bucket{});
+    lru_.emplace_front(stored, __u64{0});
     index_.emplace(lru_.front().first, lru_.begin());
     return l7_bucket_take(&lru_.front().second, now_ns, rate_, burst_);
 }

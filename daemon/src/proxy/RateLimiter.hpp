@@ -3,12 +3,16 @@
 // (bpf/include/l7_bucket.h), one per key value, at most max_keys of them
 // (the least recently used is dropped to make room; a dropped key starts
 // again with a full bucket), plus one bucket shared by every request that
-// has no key. Not thread-safe: one per route on the daemon's io_context.
+// has no key. The keyless bucket of a route the kernel rate-limits is the
+// kernel's own (SharedBucket): both take from it with compare-and-swap, so a
+// request counts once whichever path serves it. Not thread-safe otherwise:
+// one per route on the daemon's io_context.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <list>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,20 +24,38 @@
 
 namespace l7fast::policy {
 
+// A bucket in the data plane's l7_buckets array (mmapped): `state` is its
+// entry, `id` its index (l7_route.bucket); `lease` frees the id when the
+// last limiter holding it goes.
+struct SharedBucket {
+    uint32_t id = 0;
+    __u64* state = nullptr;
+    std::shared_ptr<void> lease;
+};
+
 class RateLimiter {
 public:
     // Keys longer than this are stored as their SHA-256 digest, so hostile
     // header values cannot make a bucket table of max_keys * 64 KiB.
     static constexpr size_t kMaxKeyBytes = 64;
 
-    explicit RateLimiter(const RateLimit& limit);
+    // `shared`: the keyless bucket lives there (a fresh, full one: its
+    // entry is reset to 0 here).
+    explicit RateLimiter(const RateLimit& limit, std::optional<SharedBucket> shared = std::nullopt);
     RateLimiter(uint32_t rate, uint32_t burst, uint32_t max_keys);
 
     // Takes a token for a request whose key (request_key()) is `key`;
     // nullopt: the shared bucket of requests without the key. `now_ns` is a
-    // monotonic clock (never 0). Returns 0 when the request is admitted,
-    // else the milliseconds until a token is available (l7_bucket_take()).
+    // monotonic clock (never 0); a SharedBucket reads CLOCK_MONOTONIC itself,
+    // as the kernel does. Returns 0 when the request is admitted, else the
+    // milliseconds until a token is available (l7_bucket_take()).
     uint64_t take(std::optional<std::string_view> key, uint64_t now_ns);
+
+    // The kernel's bucket of requests without the key, if it is shared.
+    std::optional<uint32_t> kernel_bucket() const
+    {
+        return shared_ ? std::optional<uint32_t>(shared_->id) : std::nullopt;
+    }
 
     size_t keys() const { return index_.size(); }
     uint32_t rate() const { return rate_; }
@@ -45,12 +67,13 @@ private:
         uint64_t seed;
         size_t operator()(std::string_view s) const;
     };
-    using Lru = std::list<std::pair<std::string, l7_bucket>>;  // most recently used first
+    using Lru = std::list<std::pair<std::string, __u64>>;  // most recently used first (l7_bucket.h)
 
     uint32_t rate_;
     uint32_t burst_;
     uint32_t max_keys_;
-    l7_bucket keyless_{};
+    __u64 keyless_ = 0;
+    std::optional<SharedBucket> shared_;
     Lru lru_;
     // views into lru_'s strings (list nodes never move); a seeded hash, so
     // clients cannot choose colliding keys

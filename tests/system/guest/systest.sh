@@ -324,6 +324,26 @@ for r in json.load(sys.stdin)["routes"]:
 	else
 		fail ring-hash-kernel-path "route shard: before '$before_shard', after '$after_shard' (kernel user placement)"
 	fi
+	# rate limit (a fresh bucket of 3 at 1/s): requests until the first
+	# 429 (a token a second cannot keep up with 40 requests), every one
+	# decided in the kernel, the 429 sent by the kernel
+	before_quota=$(route_k quota)
+	quota=""
+	for i in $(seq 1 40); do
+		code=$(curl -s --max-time 5 -o /dev/null -w '%{http_code}' "http://$LISTEN/quota/$i")
+		quota="$quota $code"
+		[ "$code" = 429 ] && break
+	done
+	after_quota=$(route_k quota)
+	read -r ka ua pa <<<"$after_quota"
+	read -r kb ub pb <<<"$before_quota"
+	nq=$(wc -w <<<"$quota")
+	if [ "$pa" = kernel ] && [[ "$quota" =~ ^\ 200\ 200\ 200(\ 200)*\ 429$ ]] &&
+		[ $((ka - kb)) -eq "$nq" ] && [ $((ua - ub)) -eq 0 ]; then
+		pass rate-limit-kernel "route quota ($pa):$quota; kernel $kb -> $ka, user $ub -> $ua"
+	else
+		fail rate-limit-kernel "got '$quota'; route quota: before '$before_quota', after '$after_quota' (kernel user placement)"
+	fi
 	# the provider's HS256 secret went into l7fast.ko's key table on this
 	# reload: the module says so itself (generic netlink), and so does status
 	if [ -d /sys/module/l7fast ]; then

@@ -152,3 +152,44 @@ TEST(MappedArray, AMapTheKernelWillNotMmapIsAnErrorAtOnce)
 }
 
 }  // namespace
+
+TEST(BucketTable, LeasesFreshEntriesAndFreesThemWithTheLastHolder)
+{
+    Map m(sizeof(uint64_t), 3);
+    if (m.fd < 0)
+        GTEST_SKIP() << "bpf() refused: " << std::strerror(errno);
+    const uint64_t dirty = 42;
+    for (uint32_t k = 0; k < 3; k++)
+        ASSERT_EQ(bpf_map_update_elem(m.fd, &k, &dirty, 0), 0);
+    auto table = std::make_shared<l7fast::dataplane::BucketTable>(m.fd, 3);
+    auto a = table->lease();
+    auto b = table->lease();
+    ASSERT_TRUE(a && b);
+    EXPECT_NE(a->id, b->id);
+    EXPECT_EQ(*a->state, 0u) << "a leased entry is a fresh bucket";
+    // the mapping is the kernel's entry: a write shows through bpf()
+    *a->state = 7;
+    uint64_t seen = 0;
+    ASSERT_EQ(bpf_map_lookup_elem(m.fd, &a->id, &seen), 0);
+    EXPECT_EQ(seen, 7u);
+    auto c = table->lease();
+    ASSERT_TRUE(c);
+    EXPECT_FALSE(table->lease()) << "every entry leased";
+    EXPECT_EQ(table->leased(), 3u);
+    // a copy of the hold keeps the id; the table outlives its owner
+    const uint32_t id = a->id;
+    auto keep = a->hold;
+    a.reset();
+    EXPECT_FALSE(table->lease());
+    std::weak_ptr<l7fast::dataplane::BucketTable> weak = table;
+    table.reset();
+    EXPECT_FALSE(weak.expired()) << "leases hold the table";
+    keep.reset();
+    table = weak.lock();
+    ASSERT_TRUE(table);
+    EXPECT_EQ(table->leased(), 2u);
+    auto again = table->lease();
+    ASSERT_TRUE(again);
+    EXPECT_EQ(again->id, id);
+    EXPECT_EQ(*again->state, 0u) << "zeroed when leased again";
+}

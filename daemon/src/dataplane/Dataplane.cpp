@@ -231,6 +231,8 @@ MappedArray<T>& MappedArray<T>::operator=(MappedArray&& o) noexcept
 }
 
 template class MappedArray<uint64_t>;
+template class MappedArray<l7_pool>;
+template class MappedArray<l7_conn_sync>;
 
 BucketTable::BucketTable(int map_fd, uint32_t entries)
     : entries_(map_fd, entries, "l7_buckets"), used_(entries, false)
@@ -262,8 +264,6 @@ std::optional<BucketTable::Lease> BucketTable::lease()
     }
     return std::nullopt;
 }
-template class MappedArray<l7_pool>;
-template class MappedArray<l7_conn_sync>;
 
 Dataplane::Dataplane(const DataplaneOptions& opts) : opts_(opts)
 {

@@ -659,7 +659,8 @@ enum l7_reason {
 	L7_R_ANSWER_REMOTE,    /* the route's own answer to a remote client: the slow path sends it */
 	L7_R_JWT_BAD,          /* JWT route: an empty or too large token (401 invalid_token) */
 	L7_R_RATE_LIMITED,     /* rate-limited route: no token, and the kernel does not
-				* send this 429 (a request that asks to close) */
+				* send this 429 (a request that asks to close, or
+				* no room for it in the generation's answers) */
 	L7_R_RATE_BUSY,        /* rate-limited route: every compare-and-swap on its
 				* bucket lost a race (L7_BUCKET_TRIES) */
 	L7_R_COUNT,

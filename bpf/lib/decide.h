@@ -52,7 +52,8 @@ __noinline int l7_g_match(struct l7_scratch *s, struct l7_config *cfg, __u32 gen
  * The request's token from its route's bucket, the one the daemon's slow
  * path takes from too (RateLimiter, mmapped). 0: taken (d->bucket says
  * where, for l7_rate_refund); 1: no token, d set to answer the 429 or to
- * pass it (a request that asks to close); -1: pass (d->reason).
+ * pass it (a request that asks to close, a 429 the generation's answers
+ * had no room for); -1: pass (d->reason).
  */
 static __always_inline int l7_rate_take(struct l7_decision *d, const struct l7_route *r, __u32 gen)
 {
@@ -60,7 +61,7 @@ static __always_inline int l7_rate_take(struct l7_decision *d, const struct l7_r
 	__u64 *bucket = bpf_map_lookup_elem(&l7_buckets, &b);
 	__u64 wait;
 
-	if (!bucket || r->resp_limited >= L7_MAX_RESPONSES) {
+	if (!bucket) {
 		d->reason = L7_R_ROUTE_USER;
 		return -1;
 	}
@@ -74,8 +75,9 @@ static __always_inline int l7_rate_take(struct l7_decision *d, const struct l7_r
 		return 0;
 	}
 	d->reason = L7_R_RATE_LIMITED;
-	/* the 429 to a request that asks to close says so: the slow path's */
-	if (d->close)
+	/* the 429 to a request that asks to close says so, and a 429 the
+	 * generation's answers had no room for: the slow path's */
+	if (d->close || r->resp_limited >= L7_MAX_RESPONSES)
 		return 1;
 	d->resp = gen * L7_MAX_RESPONSES + r->resp_limited;
 	d->answer = L7_ANS_LIMITED;

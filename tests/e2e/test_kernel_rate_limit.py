@@ -150,6 +150,19 @@ def test_keyless_rate_limits_are_placed_in_the_kernel_and_keyed_ones_are_not(k):
     assert "keyed rate limits run in user space" in routes["keyed"]["reason"]
 
 
+def test_explain_says_whose_bucket_it_is(k):
+    """l7fastctl explain: a kernel route's limit is on the kernel's bucket,
+    whose 429 the kernel sends; a keyed one is user space's."""
+    stages = {}
+    for path in ("/limited/x", "/keyed/x"):
+        rc, out, err = k.env.ctl("--json", "explain", "GET", path, "-H", "X-Key: a")
+        assert rc == 0, err
+        stages[path] = [s for s in json.loads(out)["stages"] if s["stage"] == "rate_limit"]
+    assert [s["bucket"] for s in stages["/limited/x"]] == ["kernel (shared with the slow path)"]
+    assert "the kernel sends it" in stages["/limited/x"][0]["note"]
+    assert [s["bucket"] for s in stages["/keyed/x"]] == ["user space"]
+
+
 def test_both_paths_take_from_one_bucket(k):
     """Three local requests and a remote one in the kernel, two the slow path
     serves (a path it normalises, an absolute-form target): six tokens

@@ -944,6 +944,30 @@ TEST(CompilerTables, KeylessRateLimitsRunInTheKernelOnTheLimitersBucket)
     EXPECT_FALSE(compile_policy(p, pools).placement[0].kernel);
 }
 
+TEST(CompilerTables, AKernelRateLimitWithoutRoomForIts429StaysInTheKernel)
+{
+    // the generation's answers are full of direct responses: the route
+    // still takes its tokens in the kernel, the slow path sends its 429
+    std::string text;
+    for (int i = 0; i < L7_MAX_RESPONSES; i++)
+        text += "[[route]]\nname = \"d" + std::to_string(i) + "\"\ndirect_response = { status = 204 }\n" +
+                "[route.match]\npath_exact = \"/d" + std::to_string(i) + "\"\n";
+    text += route_block("limited", "path_prefix = \"/a\"");
+    Policy p = load(text);
+    const size_t r = p.routes.size() - 1;
+    p.routes[r].rate_limit = RateLimit{5, 5, std::nullopt, 10};
+    PoolIds pools;
+    CompileOptions options;
+    options.rate_bucket = [](size_t) { return std::optional<uint32_t>(3); };
+    const CompiledTables t = compile(p, kSeed, pools.fn(), options);
+    ASSERT_EQ(t.responses.size(), static_cast<size_t>(L7_MAX_RESPONSES));
+    EXPECT_TRUE(t.placement[r].kernel) << t.placement[r].reason;
+    EXPECT_FALSE(t.placement[r].kernel_limited);
+    EXPECT_TRUE(t.routes[r].flags & L7_RF_RATE);
+    EXPECT_EQ(t.routes[r].bucket, 3u);
+    EXPECT_EQ(t.routes[r].resp_limited, L7_RESP_NONE);
+}
+
 TEST(CompilerTables, RbacRulesGoToTheRuleSpace)
 {
     const Policy p = load(R"(

@@ -360,7 +360,8 @@ TEST_F(ExplainTest, DirectResponseMutationAndRateLimit)
     for (int i = 0; i < 3; i++) {
         const Explained l = run(get("/limited/a", {{"X-User", "u1"}}));
         EXPECT_EQ(l.at("response.by"), "upstream");
-        EXPECT_NE(l.json().find(R"("stage":"rate_limit","rate":1,"burst":1,"key":"header:x-user","key_value":"u1")"),
+        EXPECT_NE(l.json().find(R"("stage":"rate_limit","rate":1,"burst":1,"key":"header:x-user","key_value":"u1",)"
+                                R"("bucket":"user space")"),
                   std::string::npos)
             << l.json();
     }

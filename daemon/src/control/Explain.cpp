@@ -629,9 +629,12 @@ std::optional<std::string> Explainer::run(const ExplainRequest& req, std::string
         } else {
             w_.field("key", "route");
         }
-        const bool kernel_limits = ri < placement_.routes.size() && placement_.routes[ri].kernel_limited;
-        w_.field("bucket", kernel_limits ? "kernel (shared with the slow path)" : "user space");
-        w_.field("note", kernel_limits
+        // a kernel route's rate limit is keyless and on the kernel's bucket
+        // (the compiler places it in user space otherwise)
+        const bool kernel_bucket = route_in_kernel(ri);
+        const bool kernel_429 = kernel_bucket && placement_.routes[ri].kernel_limited;
+        w_.field("bucket", kernel_bucket ? "kernel (shared with the slow path)" : "user space");
+        w_.field("note", kernel_429
                              ? "explain takes no token: the running bucket decides (429 when empty; the kernel "
                                "sends it, the slow path when the request asks to close the connection)"
                              : "explain takes no token: the running bucket decides (429 when empty)")

@@ -100,6 +100,9 @@ int match_diff(const uint8_t* data, size_t size)
     case Verdict::Unauthorized:
         FUZZ_CHECK(false);  // the generated policies have no JWT route
         break;
+    case Verdict::RateLimited:
+        FUZZ_CHECK(false);  // nor a kernel rate limit
+        break;
     case Verdict::RbacDeny:
     case Verdict::Kernel: {
         FUZZ_CHECK(expected && static_cast<int>(*expected) == d.route);

@@ -128,6 +128,10 @@ Decision BpfDecider::decide(std::string_view request, uint32_t listener, const s
         d.verdict = Verdict::Unauthorized;
         d.token_presented = o.answer == L7_ANS_BAD_TOKEN;
         d.response = o.resp % L7_MAX_RESPONSES;
+    } else if ((o.kind == kDecisionAnswer && o.answer == L7_ANS_LIMITED) || o.reason == L7_R_RATE_LIMITED) {
+        d.verdict = Verdict::RateLimited;
+        d.answered = o.kind == kDecisionAnswer;
+        d.response = o.resp % L7_MAX_RESPONSES;
     } else if (o.reason == L7_R_RBAC_DENY) {
         d.verdict = Verdict::RbacDeny;
         d.answered = o.kind == kDecisionAnswer;
@@ -138,6 +142,20 @@ Decision BpfDecider::decide(std::string_view request, uint32_t listener, const s
     else
         d.verdict = Verdict::SlowPath;
     return d;
+}
+
+uint64_t BpfDecider::bucket(uint32_t id) const
+{
+    uint64_t v = 0;
+    if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.l7_buckets), &id, &v) != 0)
+        throw std::runtime_error("reading l7_buckets: " + errstr(errno));
+    return v;
+}
+
+void BpfDecider::set_bucket(uint32_t id, uint64_t mark)
+{
+    if (bpf_map_update_elem(bpf_map__fd(skel_->maps.l7_buckets), &id, &mark, 0) != 0)
+        throw std::runtime_error("writing l7_buckets: " + errstr(errno));
 }
 
 }  // namespace l7fast::testing

@@ -28,6 +28,7 @@ enum class Verdict {
     SlowPath,  // handed to the slow path (`reason` says why)
     RbacDeny,  // the kernel's rules pass denied (or could not decide)
     Unauthorized,  // the kernel answers a JWT route's 401 itself
+    RateLimited,   // no token in the route's bucket: the 429 (`answered`: the kernel sends it)
 };
 
 struct Decision {
@@ -43,7 +44,7 @@ struct Decision {
     // token), else the one without (no token); `response` is its index in
     // the installed CompiledTables::responses
     bool token_presented = false;
-    uint32_t response = 0;
+    uint32_t response = 0;  // also RateLimited's 429, when answered
 };
 
 // The inputs the harness takes from the test instead of the kernel, per
@@ -80,6 +81,10 @@ public:
     // The decision on one request (its head and whatever follows) from a
     // client of listener `listener`.
     Decision decide(std::string_view request, uint32_t listener, const std::array<Pick, kPicks>& picks);
+
+    // The harness's rate-limit bucket `id` (l7_buckets; bpf/include/l7_bucket.h).
+    uint64_t bucket(uint32_t id) const;
+    void set_bucket(uint32_t id, uint64_t mark);
 
 private:
     struct SkelDeleter {

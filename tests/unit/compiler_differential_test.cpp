@@ -451,6 +451,10 @@ bool check_policy(const Policy& policy, const CompiledTables& t, BpfDecider& ker
         case Verdict::Unauthorized:
             ADD_FAILURE() << "kernel: a 401, where the generated policies have no JWT route\nrequest " << rq.str();
             return false;
+        case Verdict::RateLimited:
+            ADD_FAILURE() << "kernel: a 429, where the generated policies have no kernel rate limit\nrequest "
+                          << rq.str();
+            return false;
         case Verdict::RbacDeny:
         case Verdict::Kernel: {
             if (d.verdict == Verdict::Kernel)

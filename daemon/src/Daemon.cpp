@@ -127,12 +127,7 @@ std::unique_ptr<Daemon::Prepared> Daemon::prepare(policy::Policy pol, std::strin
     std::optional<policy::PolicyError> invalid;
     proxy::BucketSource buckets;
     if (dp_)
-        buckets = [table = dp_->buckets()]() -> std::optional<policy::SharedBucket> {
-            auto l = table->lease();
-            if (!l)
-                return std::nullopt;
-            return policy::SharedBucket{l->id, l->state, std::move(l->hold)};
-        };
+        buckets = [table = dp_->buckets()] { return table->lease(); };
     auto rt = proxy::prepare_runtime(std::move(pol), rt_.get(), &invalid, buckets);
     if (!rt) {
         *error = invalid->str();

@@ -178,7 +178,7 @@ TEST(BucketTable, LeasesFreshEntriesAndFreesThemWithTheLastHolder)
     EXPECT_EQ(table->leased(), 3u);
     // a copy of the hold keeps the id; the table outlives its owner
     const uint32_t id = a->id;
-    auto keep = a->hold;
+    auto keep = a->lease;
     a.reset();
     EXPECT_FALSE(table->lease());
     std::weak_ptr<l7fast::dataplane::BucketTable> weak = table;

@@ -102,9 +102,9 @@ TEST(RateLimitKernelDifferential, KernelAndReferenceDecideAlikeOnOneBucketState)
     size_t next = 0;
     proxy::PolicyRuntime rt;
     rt.router = std::make_shared<policy::Router>(loaded.policy());
-    const auto e = proxy::build_pipeline_state(rt, nullptr, [&]() -> std::optional<policy::SharedBucket> {
+    const auto e = proxy::build_pipeline_state(rt, nullptr, [&]() -> std::optional<dataplane::SharedBucket> {
         const size_t i = next++;
-        return policy::SharedBucket{kBucket.at(i), &ref_word.at(i), nullptr};
+        return dataplane::SharedBucket{kBucket.at(i), &ref_word.at(i), nullptr};
     });
     ASSERT_FALSE(e) << e->str();
     ASSERT_EQ(next, 2u);

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "l7fast_abi.h"
@@ -21,6 +22,16 @@ l7_conn_key make_conn_key(const sockaddr_storage& client, const sockaddr_storage
 bool conn_key_of(int fd, bool fd_is_client, l7_conn_key* out);
 
 std::string to_string(const l7_conn_key& k);
+
+// An entry of l7_buckets (a rate-limit bucket the kernel and the slow path
+// share; bpf/include/l7_bucket.h) as BucketTable leases it: `state` is the
+// mmapped entry, `id` its index (l7_route.bucket); `lease` frees the id
+// when its last copy goes.
+struct SharedBucket {
+    uint32_t id = 0;
+    __u64* state = nullptr;
+    std::shared_ptr<void> lease;
+};
 
 // One route's counters, as l7_route_stats holds them: the data plane's per
 // generation and CPU, the slow path's per route.

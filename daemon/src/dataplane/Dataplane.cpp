@@ -239,7 +239,7 @@ BucketTable::BucketTable(int map_fd, uint32_t entries)
 {
 }
 
-std::optional<BucketTable::Lease> BucketTable::lease()
+std::optional<SharedBucket> BucketTable::lease()
 {
     const auto n = static_cast<uint32_t>(used_.size());
     for (uint32_t k = 0; k < n; k++) {
@@ -253,10 +253,10 @@ std::optional<BucketTable::Lease> BucketTable::lease()
         leased_++;
         cursor_ = (id + 1) % n;
         __atomic_store_n(e, uint64_t{0}, __ATOMIC_SEQ_CST);
-        Lease l;
+        SharedBucket l;
         l.id = id;
         l.state = reinterpret_cast<__u64*>(e);
-        l.hold = std::shared_ptr<void>(e, [table = shared_from_this(), id](void*) {
+        l.lease = std::shared_ptr<void>(e, [table = shared_from_this(), id](void*) {
             table->used_[id] = false;
             table->leased_--;
         });

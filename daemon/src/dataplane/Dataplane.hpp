@@ -94,15 +94,10 @@ private:
 // Dataplane. Single-threaded, like the daemon's event loop.
 class BucketTable : public std::enable_shared_from_this<BucketTable> {
 public:
-    struct Lease {
-        uint32_t id = 0;
-        __u64* state = nullptr;      // reset to 0 (a fresh, full bucket)
-        std::shared_ptr<void> hold;  // frees `id` when the last copy goes
-    };
-
     BucketTable(int map_fd, uint32_t entries);
-    // nullopt when every id is leased (or its page cannot be mapped)
-    std::optional<Lease> lease();
+    // An entry reset to 0 (a fresh, full bucket); nullopt when every id is
+    // leased (or its page cannot be mapped).
+    std::optional<SharedBucket> lease();
     size_t leased() const { return leased_; }
 
 private:

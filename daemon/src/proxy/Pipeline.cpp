@@ -91,7 +91,7 @@ std::optional<policy::PolicyError> build_pipeline_state(PolicyRuntime& rt, const
                 }
             }
             if (!limiter) {
-                std::optional<policy::SharedBucket> shared;
+                std::optional<dataplane::SharedBucket> shared;
                 if (!r.rate_limit->key && buckets)
                     shared = buckets();
                 limiter = std::make_shared<policy::RateLimiter>(*r.rate_limit, std::move(shared));

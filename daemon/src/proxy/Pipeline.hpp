@@ -42,7 +42,7 @@ void set_client_address(policy::RequestView& view, const l7_conn_key& key);
 // `buckets`, when given, hands the new limiter of a route with a keyless
 // rate limit the kernel's bucket to share (the data plane's l7_buckets); a
 // route without one is rate-limited in user space only.
-using BucketSource = std::function<std::optional<policy::SharedBucket>()>;
+using BucketSource = std::function<std::optional<dataplane::SharedBucket>()>;
 std::optional<policy::PolicyError> build_pipeline_state(PolicyRuntime& rt, const PolicyRuntime* previous,
                                                         const BucketSource& buckets = {});
 

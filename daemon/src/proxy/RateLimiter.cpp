@@ -40,7 +40,7 @@ size_t RateLimiter::SeededHash::operator()(std::string_view s) const
     return static_cast<size_t>(kernel::match_hash(seed, s, false));
 }
 
-RateLimiter::RateLimiter(const RateLimit& limit, std::optional<SharedBucket> shared)
+RateLimiter::RateLimiter(const RateLimit& limit, std::optional<dataplane::SharedBucket> shared)
     : RateLimiter(limit.rate, limit.burst, limit.max_keys)
 {
     if (shared && shared->state) {

@@ -21,17 +21,9 @@
 
 #include "l7_bucket.h"
 #include "config/Policy.hpp"
+#include "dataplane/Abi.hpp"
 
 namespace l7fast::policy {
-
-// A bucket in the data plane's l7_buckets array (mmapped): `state` is its
-// entry, `id` its index (l7_route.bucket); `lease` frees the id when the
-// last limiter holding it goes.
-struct SharedBucket {
-    uint32_t id = 0;
-    __u64* state = nullptr;
-    std::shared_ptr<void> lease;
-};
 
 class RateLimiter {
 public:
@@ -41,7 +33,7 @@ public:
 
     // `shared`: the keyless bucket lives there (a fresh, full one: its
     // entry is reset to 0 here).
-    explicit RateLimiter(const RateLimit& limit, std::optional<SharedBucket> shared = std::nullopt);
+    explicit RateLimiter(const RateLimit& limit, std::optional<dataplane::SharedBucket> shared = std::nullopt);
     RateLimiter(uint32_t rate, uint32_t burst, uint32_t max_keys);
 
     // Takes a token for a request whose key (request_key()) is `key`;
@@ -73,7 +65,7 @@ private:
     uint32_t burst_;
     uint32_t max_keys_;
     __u64 keyless_ = 0;
-    std::optional<SharedBucket> shared_;
+    std::optional<dataplane::SharedBucket> shared_;
     Lru lru_;
     // views into lru_'s strings (list nodes never move); a seeded hash, so
     // clients cannot choose colliding keys

@@ -22,8 +22,11 @@ CMAKE_FLAGS ?=
 
 all: build
 
+# a failed configure (say, before `make deps`) leaves a cache behind: remove
+# it, or the next `make` would take the tree as configured
 $(BUILD)/CMakeCache.txt:
-	cmake -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(CMAKE_FLAGS) || \
+		{ rm -f $(BUILD)/CMakeCache.txt; exit 1; }
 
 build: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j$(JOBS)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * JWT admission from the verified-token cache (ARCHITECTURE.md §3, "JWT
- * routes"). The kernel never verifies a signature: the slow path verifies a
+ * routes"). The slow path verifies a
  * token with the reference verifier (daemon/src/auth/Jwt.*) and stores the
  * token's exact bytes here; the kernel admits a later request of a route of
  * the same provider and generation only when its token equals a stored one
@@ -9,7 +9,9 @@
  * deadlines, in bpf_ktime_get_boot_ns() time, hold. A request without a
  * token, and one whose token is empty or too large, are refused as the
  * reference's extract_token() refuses them (decide.h answers the 401 for
- * local clients). Everything else (a miss, an expired entry, an odd shape)
+ * local clients). A miss goes to the kernel's own HS verifier where
+ * l7fast.ko is there (l7_jwtverify.h). Everything else (a miss it does not
+ * decide, an expired entry, an odd shape)
  * goes to the slow path, which answers 401 or verifies, stores and
  * forwards.
  *
@@ -23,34 +25,43 @@
 
 #define L7_JWT_WORDS (L7_JWT_MAX_TOKEN / 8)
 
+/* Window bytes [off, off + len) against a stored copy `ref`, a word per
+ * bpf_loop step (the branches stay in the callback); diff set when they
+ * differ. One callback per bound on the copy's size. */
 struct l7_jwt_cmp {
 	struct l7_window w;
-	const struct l7_jwt_entry *e;
+	const __u8 *ref;
 	__u32 off;
 	__u32 len;
 	__u32 diff;
 	__u32 pad;
 };
 
-L7_CALLBACK long l7_jwt_eq_cb(__u32 i, void *ctx)
-{
-	struct l7_jwt_cmp *c = ctx;
-	__u64 x, y;
+#define L7_JWT_EQ_CB(name, words)                                          \
+	L7_CALLBACK long name(__u32 i, void *ctx)                          \
+	{                                                                  \
+		struct l7_jwt_cmp *c = ctx;                                \
+		__u64 x, y;                                                \
+                                                                           \
+		if (i >= (words) || i * 8 >= c->len)                       \
+			return 1;                                          \
+		x = l7_load64(&c->w, c->off + i * 8, 0);                   \
+		y = *(const __u64 *)(c->ref + i * 8);                      \
+		if (c->len - i * 8 < 8) {                                  \
+			x = l7_low_bytes(x, c->len - i * 8);               \
+			y = l7_low_bytes(y, c->len - i * 8);               \
+		}                                                          \
+		if (x != y) {                                              \
+			c->diff = 1;                                       \
+			return 1;                                          \
+		}                                                          \
+		return 0;                                                  \
+	}
 
-	if (i >= L7_JWT_WORDS || i * 8 >= c->len)
-		return 1;
-	x = l7_load64(&c->w, c->off + i * 8, 0);
-	y = *(const __u64 *)(c->e->token + i * 8);
-	if (c->len - i * 8 < 8) {
-		x = l7_low_bytes(x, c->len - i * 8);
-		y = l7_low_bytes(y, c->len - i * 8);
-	}
-	if (x != y) {
-		c->diff = 1;
-		return 1;
-	}
-	return 0;
-}
+/* a cached token (struct l7_jwt_entry.token) */
+L7_JWT_EQ_CB(l7_jwt_eq_cb, L7_JWT_WORDS)
+
+#include "l7_jwtverify.h"
 
 /* The provider's scheme prefix (<= 16 bytes, stored lower-cased) equals the
  * window at off, ASCII case-insensitively, as the reference compares it. */
@@ -83,7 +94,9 @@ static __always_inline int l7_jwt_prefix_eq(const struct l7_window *w, __u32 off
 
 /*
  * Whether the parsed request in scratch carries a token of `provider` that
- * the cache admits in generation `gen`: L7_R_NONE if so; L7_R_JWT_NONE (no
+ * the cache admits in generation `gen`: L7_R_NONE if so; L7_R_JWT_MISS (not
+ * in the cache: s->jwt.tok says where the token is, for l7_g_jwt_verify);
+ * L7_R_JWT_NONE (no
  * token) and L7_R_JWT_BAD (an empty or too large one) when the reference
  * refuses it with a 401 the kernel can send; else the reason to hand the
  * request to the slow path. Global: verified once, on its own.
@@ -162,19 +175,24 @@ __noinline int l7_g_jwt_admit(struct l7_scratch *s, struct l7_config *cfg, __u32
 	k.len = len;
 	e = bpf_map_lookup_elem(&l7_jwt_cache, &k);
 	if (!e || e->token_len != len)
-		return L7_R_JWT_MISS;
+		goto miss;
 	L7_ZERO(c);
 	c.w = w;
-	c.e = e;
+	c.ref = e->token;
 	c.off = off;
 	c.len = len;
 	L7_LOOP(L7_JWT_WORDS, l7_jwt_eq_cb, &c);
 	if (c.diff)
-		return L7_R_JWT_MISS;
+		goto miss;
 	now = bpf_ktime_get_boot_ns();
 	if ((e->exp_ns && now >= e->exp_ns) || now < e->nbf_ns)
 		return L7_R_JWT_EXPIRED;
 	return L7_R_NONE;
+miss:
+	/* for l7_g_jwt_verify, which the decision calls next (not from here:
+	 * the call chain's stack is bounded) */
+	s->jwt.tok = off | len << 16;
+	return L7_R_JWT_MISS;
 }
 
 #endif /* L7_JWTCACHE_H */

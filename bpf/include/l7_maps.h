@@ -359,6 +359,17 @@ struct {
 	__type(value, struct l7_jwt_entry);
 } l7_jwt_cache SEC(".maps");
 
+/* Header segments the kernel's HS verifier recognises (l7_jwtverify.h),
+ * written by the daemon after each key install (Dataplane::set_jwt_headers);
+ * keyed as the token cache. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	L7_PINNED;
+	__uint(max_entries, L7_JWT_HEADERS);
+	__type(key, struct l7_jwt_key);
+	__type(value, struct l7_jwt_hdr);
+} l7_jwt_headers SEC(".maps");
+
 /* programs use (claimed with l7_scratch_get, bpf/lib/conn.h); nobody else.
  * L7_SCRATCH_SLOTS per possible CPU (sized). The header window, the parse
  * result and bitmaps, too big for the 512-byte stack. Programs can be

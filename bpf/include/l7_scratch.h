@@ -10,6 +10,7 @@
 
 #include "l7_http.h"
 #include "l7_mutate.h"
+#include "l7_jwtscan.h"
 
 #define L7_NO_POOL 0xffffffffu
 
@@ -88,6 +89,14 @@ struct l7_scratch {
 	__u16 hdr_val[L7_MAX_MATCH_HDRS]; /* header index per match header */
 	struct l7_mut_plan mut;           /* request mutation (l7_mutate.h) */
 	struct l7_ws ws;                  /* bytes under inspection + parse */
+	/* kernel JWT verification (l7_jwtverify.h). After the window on
+	 * purpose: a kfunc given window bytes at any masked offset and up to
+	 * L7_JWT_MAX_TOKEN long stays inside this entry (the data itself
+	 * never leaves the window's valid bytes). */
+	struct l7_jwt_work jwt;
 };
+
+_Static_assert(sizeof(struct l7_jwt_work) + L7_WINDOW_SLACK >= L7_JWT_MAX_TOKEN,
+	       "the window's kfunc reads need this much after it");
 
 #endif /* L7_SCRATCH_H */

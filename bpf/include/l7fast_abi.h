@@ -25,7 +25,7 @@
 
 /* Bump whenever a map's layout or meaning changes: a daemon never adopts
  * pinned maps of another ABI version (it starts clean instead). */
-#define L7_ABI_VERSION 20
+#define L7_ABI_VERSION 21
 
 /* Sizes of the tables. Route sets are bitmaps of L7_MAX_ROUTES bits. */
 #define L7_GENS 2
@@ -73,6 +73,14 @@
 #define L7_MAX_BUCKETS (L7_GENS * L7_MAX_ROUTES)
 #define L7_JWT_MAX_FWD 256        /* forwarded-claim header lines of one token */
 #define L7_JWT_CACHE 4096         /* verified tokens cached for the kernel */
+/* HS256/384/512 verified in the kernel with l7fast.ko (l7_jwtverify.h) */
+#define L7_JWT_MAX_HDR 128        /* longest header segment (base64url) it recognises */
+#define L7_JWT_HDR_KEYS 4         /* module keys tried for one header (same kid and alg) */
+#define L7_JWT_HEADERS 2048       /* recognised header segments, both generations */
+#define L7_JWT_MAX_CLAIM 64       /* longest issuer or audience the kernel compares */
+#define L7_JWT_MAX_AUDS 4         /* audiences the kernel compares */
+#define L7_JWT_MAX_MEMBERS 16     /* payload members the kernel's scan takes */
+#define L7_JWT_PAYLOAD_BUF 2048   /* decoded payload (>= L7_JWT_MAX_TOKEN * 3 / 4) */
 #define L7_MAX_LB_TABLES 8        /* ring-hash / Maglev tables per generation */
 
 /* Header blocks up to this size are parsed in the kernel; larger ones go to
@@ -280,6 +288,35 @@ struct l7_jwt_provider {
 	__u16 max_bytes;      /* the provider's max_token_bytes (0xffff when more):
 			       * a longer token is refused (Reason::TooLarge) */
 	__u8 prefix[16];      /* lower-cased, e.g. "bearer " */
+	/* HS tokens verified in the kernel (L7_JP_VERIFY; l7_jwtverify.h) */
+	__u32 flags;          /* enum l7_jwt_provider_flags */
+	__u32 skew_s;         /* clock_skew, seconds */
+	__u16 iss_len;        /* L7_JP_ISSUER: the issuer, iss[0, iss_len) */
+	__u16 n_aud;          /* audiences; 0: aud is not checked */
+	__u16 aud_len[L7_JWT_MAX_AUDS];
+	__u16 pad[2];
+	__u8 iss[L7_JWT_MAX_CLAIM];
+	__u8 aud[L7_JWT_MAX_AUDS][L7_JWT_MAX_CLAIM];
+};
+
+enum l7_jwt_provider_flags {
+	L7_JP_VERIFY = 1u << 0,      /* the kernel verifies HS tokens it recognises the header of */
+	L7_JP_REQUIRE_EXP = 1u << 1, /* require_exp */
+	L7_JP_ISSUER = 1u << 2,      /* issuer is set */
+};
+
+/* A JWS header segment (base64url, as sent) the kernel recognises, keyed
+ * like the token cache (struct l7_jwt_key: its hash, generation slot,
+ * provider and length). The daemon writes one for every header it has
+ * checked with the reference (auth::check_header): alg an HMAC the
+ * provider accepts, every key of that kid and alg in l7fast.ko. */
+struct l7_jwt_hdr {
+	__u32 epoch;          /* the module key epoch key_id[] belong to (l7_config.key_epoch) */
+	__u16 len;
+	__u8 mac_len;         /* 32, 48 or 64 */
+	__u8 n_keys;          /* 1 .. L7_JWT_HDR_KEYS */
+	__u32 key_id[L7_JWT_HDR_KEYS];
+	__u8 seg[L7_JWT_MAX_HDR];
 };
 
 /* The verified-token cache: the slow path verifies a token once (any
@@ -347,6 +384,12 @@ struct l7_config {
 				    * response in N per CPU; 0: none */
 	__u32 raw_pool;            /* benchmark ceiling only (cfg_raw): the pool every
 				    * request goes to */
+	__u32 key_epoch;           /* l7fast.ko key epoch: a header entry (l7_jwt_hdr)
+				    * of another epoch verifies nothing; set before a
+				    * new epoch's keys go in */
+	__u32 pad;
+	__s64 wall_off_ns;         /* CLOCK_REALTIME - CLOCK_BOOTTIME, kept by the daemon:
+				    * JWT exp and nbf in the kernel */
 	struct l7_gen_meta meta[L7_GENS];
 };
 
@@ -606,6 +649,13 @@ enum l7_answer_kind {
 /* l7_decision.detail of an L7_ANS_BAD_TOKEN answer: the reference's reason */
 #define L7_ANS_DETAIL_EMPTY 0     /* Reason::Malformed: nothing after the prefix */
 #define L7_ANS_DETAIL_TOO_LARGE 1 /* Reason::TooLarge: over max_token_bytes */
+/* the kernel's verifier (l7_jwtverify.h) */
+#define L7_ANS_DETAIL_BAD_SIGNATURE 2 /* Reason::BadSignature */
+#define L7_ANS_DETAIL_EXPIRED 3       /* Reason::Expired */
+#define L7_ANS_DETAIL_NOT_YET_VALID 4 /* Reason::NotYetValid */
+#define L7_ANS_DETAIL_BAD_ISSUER 5    /* Reason::BadIssuer */
+#define L7_ANS_DETAIL_BAD_AUDIENCE 6  /* Reason::BadAudience */
+#define L7_ANS_DETAIL_MISSING_EXP 7   /* Reason::MissingExp */
 
 /* l7_rule_denied: the kernel's RBAC denials by deciding rule, index gen *
  * L7_MAX_RULES + the rule's bit (l7_route.rule_first + its position); a
@@ -663,6 +713,13 @@ enum l7_reason {
 				* no room for it in the generation's answers) */
 	L7_R_RATE_BUSY,        /* rate-limited route: every compare-and-swap on its
 				* bucket lost a race (L7_BUCKET_TRIES) */
+	L7_R_JWT_HEADER,       /* JWT route, kernel verifier: a header segment the
+				* kernel does not recognise, or of another key epoch */
+	L7_R_JWT_SHAPE,        /* JWT route, kernel verifier: a token the kernel does
+				* not decide exactly (its parts, a payload outside
+				* the scan's JSON subset, a claim out of range) */
+	L7_R_JWT_MODULE,       /* JWT route, kernel verifier: an l7fast.ko call failed
+				* (a key gone), or the key epoch changed meanwhile */
 	L7_R_COUNT,
 };
 
@@ -693,7 +750,7 @@ enum l7_counter {
 	"user_pending", "disabled", "path_not_normal", "rbac_deny", "jwt_none", "jwt_miss", \
 	"jwt_expired", "jwt_other", "mutation", "no_scratch", "copy_failed", \
 	"endpoint_down", "absolute_form", "answer_close", "answer_remote", "jwt_bad", \
-	"rate_limited", "rate_busy"
+	"rate_limited", "rate_busy", "jwt_header", "jwt_shape", "jwt_module"
 
 /* ---- events to the daemon (l7_events ring buffer) ------------------------ */
 

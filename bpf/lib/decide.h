@@ -183,6 +183,9 @@ __noinline int l7_g_decide(struct l7_scratch *s, __u32 n, struct l7_conn *c,
 	}
 	if (r->flags & L7_RF_JWT) {
 		st = l7_g_jwt_admit(s, cfg, gen, r->jwt_provider);
+		/* not cached: the kernel verifies HS tokens itself where it can */
+		if (st == L7_R_JWT_MISS)
+			st = l7_g_jwt_verify(s, cfg, gen, r->jwt_provider, s->jwt.tok);
 		if (st != L7_R_NONE) {
 			d->reason = (__u32)st;
 			/* a refusal the kernel sends, as for RBAC denials below */

@@ -226,7 +226,7 @@ void Daemon::apply(std::unique_ptr<Prepared> p)
             });
     uint32_t gen = 0;
     if (dp_)
-        gen = dp_->stage(*p->tables, p->rt->listener_ids);
+        gen = dp_->stage(*p->tables, p->rt->listener_ids, p->rt->generation);
     server_->apply(p->rt);  // throws before anything switched
     if (dp_) {
         fold_kernel_counters(gen);
@@ -252,9 +252,11 @@ void Daemon::apply(std::unique_ptr<Prepared> p)
     placement_ = std::move(p->placement);
     listener_placement_.clear();
     route_placement_.clear();
+    jwt_verify_reason_.clear();
     if (p->tables) {
         listener_placement_ = p->tables->listener_placement;
         route_placement_ = p->tables->placement;
+        jwt_verify_reason_ = p->tables->jwt_verify_reason;
     }
     apply_log_level(rt_->policy().daemon.log_level);
     if (dp_)
@@ -344,11 +346,20 @@ std::string Daemon::kernel_answer_reason(uint64_t what) const
     }
     case L7_ANS_NO_TOKEN:
         return proxy::verdict_reason(Kind::JwtMissing, auth::Reason::Missing, {});
-    case L7_ANS_BAD_TOKEN:
-        return proxy::verdict_reason(Kind::JwtInvalid,
-                                     ((what >> 8) & 0xff) == L7_ANS_DETAIL_TOO_LARGE ? auth::Reason::TooLarge
-                                                                                    : auth::Reason::Malformed,
-                                     {});
+    case L7_ANS_BAD_TOKEN: {
+        auth::Reason r = auth::Reason::Malformed;
+        switch ((what >> 8) & 0xff) {
+        case L7_ANS_DETAIL_TOO_LARGE: r = auth::Reason::TooLarge; break;
+        case L7_ANS_DETAIL_BAD_SIGNATURE: r = auth::Reason::BadSignature; break;
+        case L7_ANS_DETAIL_EXPIRED: r = auth::Reason::Expired; break;
+        case L7_ANS_DETAIL_NOT_YET_VALID: r = auth::Reason::NotYetValid; break;
+        case L7_ANS_DETAIL_BAD_ISSUER: r = auth::Reason::BadIssuer; break;
+        case L7_ANS_DETAIL_BAD_AUDIENCE: r = auth::Reason::BadAudience; break;
+        case L7_ANS_DETAIL_MISSING_EXP: r = auth::Reason::MissingExp; break;
+        default: break;
+        }
+        return proxy::verdict_reason(Kind::JwtInvalid, r, {});
+    }
     case L7_ANS_LIMITED:
         return proxy::verdict_reason(Kind::RateLimited, auth::Reason::Ok, {});
     }
@@ -486,6 +497,7 @@ void Daemon::start()
             o.ingress_budget = d.ingress_budget;
             o.trace = opts_.trace;
             o.adopt = !inherited.empty();
+            o.kfuncs = features_.module.loaded && features_.module.socket_kfuncs;
             dp_ = std::make_unique<dataplane::Dataplane>(o);
             log::info(dp_->adopted() ? "data plane adopted from the previous instance"
                                      : "data plane loaded",
@@ -760,6 +772,29 @@ void Daemon::emit_reloaded(const control::ReloadOutcome& out)
         dbus_->emit_reloaded(out);
 }
 
+std::string Daemon::kernel_jwt_summary() const
+{
+    const auto& providers = rt_->policy().jwt_providers;
+    if (providers.empty())
+        return "no JWT providers";
+    std::string why;
+    if (!dp_)
+        why = "no kernel data plane";
+    else if (!features_.module.loaded || !features_.module.socket_kfuncs)
+        why = "l7fast.ko's kfuncs are not callable from socket programs here (feature l7fast.ko)";
+    else if (!dp_->kfuncs())
+        why = "the data plane did not load with l7fast.ko's kfuncs (see the log)";
+    if (!why.empty())
+        return "the verified-token cache only (l7fastd verifies each token once): " + why;
+    std::string out = "HS256/384/512 verified by the data plane with l7fast.ko (" +
+                      std::to_string(dp_->jwt_header_entries()) + " header forms)";
+    for (size_t i = 0; i < providers.size(); i++) {
+        const std::string& r = i < jwt_verify_reason_.size() ? jwt_verify_reason_[i] : std::string("not compiled");
+        out += "; " + providers[i].name + ": " + (r.empty() ? "in the kernel" : "cache only, " + r);
+    }
+    return out;
+}
+
 control::StatusInfo Daemon::status()
 {
     control::StatusInfo s;
@@ -771,6 +806,7 @@ control::StatusInfo Daemon::status()
     s.features = features_.report();
     const auto* keys = server_->module_keys();
     s.features.emplace_back("l7fast.ko keys", keys ? keys->summary() : "none: no kernel data plane");
+    s.features.emplace_back("JWT in the kernel", kernel_jwt_summary());
     s.uptime_sec = static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started_)
             .count());

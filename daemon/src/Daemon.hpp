@@ -117,6 +117,11 @@ private:
     std::vector<control::RouteInfo> placement_;
     std::vector<policy::ListenerPlacement> listener_placement_;  // the data plane's, when it runs
     std::vector<policy::RoutePlacement> route_placement_;        // the compiler's, when the data plane runs
+    // per JWT provider of the policy: why the kernel does not verify its HS
+    // tokens itself ("" when it does; CompiledTables::jwt_verify_reason)
+    std::vector<std::string> jwt_verify_reason_;
+    // status: how JWTs are decided in the kernel, and per provider
+    std::string kernel_jwt_summary() const;
     std::string degraded_reason_;
     std::string last_reload_error_;
     uint64_t reloads_ok_ = 0, reloads_failed_ = 0;

@@ -200,6 +200,19 @@ def test_placement(w):
     assert "forwarded claims" in routes["k-fwd"]["reason"], routes["k-fwd"]
 
 
+def test_status_says_how_the_kernel_decides_jwts(w):
+    """l7fastctl status, feature "JWT in the kernel": on this kernel (no
+    l7fast.ko) the verified-token cache only, and why."""
+    rc, out, err = w.env.ctl("--json", "status")
+    assert rc == 0, err
+    line = json.loads(out)["features"]["JWT in the kernel"]
+    if not w.dataplane:
+        assert line == "the verified-token cache only (l7fastd verifies each token once): no kernel data plane"
+        return
+    assert line == ("the verified-token cache only (l7fastd verifies each token once): l7fast.ko's kfuncs are "
+                    "not callable from socket programs here (feature l7fast.ko)"), line
+
+
 def test_verified_once_then_admitted_by_the_kernel(w):
     tok = token()
     d = Delta(w)

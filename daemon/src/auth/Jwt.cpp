@@ -319,6 +319,35 @@ Jwks::Refresh Verifier::refresh_if_changed()
     return jwks_ ? jwks_->refresh_if_changed() : Jwks::Refresh::Unchanged;
 }
 
+Reason Verifier::check_header(std::string_view header_json, std::optional<Alg>* alg, std::string_view* kid) const
+{
+    // 2. the header's form
+    Scratch& s = scratch();
+    json::Limits limits;
+    limits.max_bytes = kMaxTokenBytesCeiling;
+    if (!s.header_doc.parse(header_json, limits) || s.header_doc.root().type != json::Type::Object)
+        return Reason::Malformed;
+    const json::Document& header = s.header_doc;
+    const json::Node* alg_node = header.find(header.root(), "alg");
+    const json::Node* kid_node = header.find(header.root(), "kid");
+    const json::Node* typ_node = header.find(header.root(), "typ");
+    if (!alg_node || alg_node->type != json::Type::String)
+        return Reason::Malformed;
+    if (kid_node && kid_node->type != json::Type::String)
+        return Reason::Malformed;
+    if (typ_node && (typ_node->type != json::Type::String || !acceptable_typ(typ_node->text)))
+        return Reason::Malformed;
+    if (header.find(header.root(), "crit"))
+        return Reason::Malformed;
+
+    // 3. algorithm
+    *alg = alg_from_name(alg_node->text);
+    if (!*alg || !allows(**alg))
+        return Reason::AlgNotAllowed;
+    *kid = kid_node ? kid_node->text : std::string_view();
+    return Reason::Ok;
+}
+
 Result Verifier::verify(std::string_view token, Clock::time_point now) const
 {
     if (token.size() > provider_.max_token_bytes)
@@ -338,27 +367,12 @@ Result Verifier::verify(std::string_view token, Clock::time_point now) const
     s.header.clear();
     if (!base64url_decode(header_b64, &s.header))
         return invalid(Reason::Malformed);
+    std::optional<Alg> alg;
+    std::string_view kid;
+    if (const Reason why = check_header(s.header, &alg, &kid); why != Reason::Ok)
+        return invalid(why);
     json::Limits limits;
     limits.max_bytes = kMaxTokenBytesCeiling;
-    if (!s.header_doc.parse(s.header, limits) || s.header_doc.root().type != json::Type::Object)
-        return invalid(Reason::Malformed);
-    const json::Document& header = s.header_doc;
-    const json::Node* alg_node = header.find(header.root(), "alg");
-    const json::Node* kid_node = header.find(header.root(), "kid");
-    const json::Node* typ_node = header.find(header.root(), "typ");
-    if (!alg_node || alg_node->type != json::Type::String)
-        return invalid(Reason::Malformed);
-    if (kid_node && kid_node->type != json::Type::String)
-        return invalid(Reason::Malformed);
-    if (typ_node && (typ_node->type != json::Type::String || !acceptable_typ(typ_node->text)))
-        return invalid(Reason::Malformed);
-    if (header.find(header.root(), "crit"))
-        return invalid(Reason::Malformed);
-
-    // 3. algorithm
-    const auto alg = alg_from_name(alg_node->text);
-    if (!alg || !allows(*alg))
-        return invalid(Reason::AlgNotAllowed);
 
     // 4, 5. key and signature; every part's base64url is checked before
     // any public-key operation is spent on the token
@@ -366,7 +380,6 @@ Result Verifier::verify(std::string_view token, Clock::time_point now) const
     s.payload.clear();
     if (!base64url_decode(signature_b64, &s.signature) || !base64url_decode(payload_b64, &s.payload))
         return invalid(Reason::Malformed);
-    const std::string_view kid = kid_node ? kid_node->text : std::string_view();
     bool kid_known = false;
     bool alg_known = false;
     bool verified = false;

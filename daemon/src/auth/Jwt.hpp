@@ -1,8 +1,9 @@
 // JWT authentication, the reference semantics: what the slow path enforces
 // for a route's `jwt` provider, and what the kernel path must agree with.
-// The kernel verifies no signature, of any algorithm: it admits a token
-// only from the verified-token cache, after this code verified it once
-// (bpf/include/l7_jwtcache.h).
+// The kernel admits a token from the verified-token cache, after this code
+// verified it once (bpf/include/l7_jwtcache.h), and with l7fast.ko verifies
+// HS256/384/512 tokens itself, deciding only what it can decide exactly as
+// this code does (bpf/include/l7_jwtverify.h, auth/JwtKernel.hpp).
 //
 // A token is accepted only as a compact JWS (RFC 7515 §7.1) in canonical
 // form, checked in this order (the first failure is the reason):
@@ -143,6 +144,12 @@ public:
     static std::optional<Verifier> create(const policy::JwtProvider& provider, std::string* why);
 
     Result verify(std::string_view token, std::chrono::system_clock::time_point now) const;
+
+    // Steps 2 and 3 of the order above on a decoded header (JSON): Ok with
+    // *alg and *kid set (kid: a view into this thread's scratch, valid until
+    // the next check_header or verify on the thread; empty without one),
+    // else Malformed or AlgNotAllowed.
+    Reason check_header(std::string_view header_json, std::optional<Alg>* alg, std::string_view* kid) const;
 
     // Re-reads the JWKS file if it changed (Jwks::refresh_if_changed);
     // Unchanged for a provider without one.

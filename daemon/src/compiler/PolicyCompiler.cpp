@@ -909,6 +909,7 @@ private:
     void fill_jwt_providers(CompiledTables& t) const
     {
         t.jwt_providers.assign(std::min<size_t>(p_.jwt_providers.size(), L7_MAX_JWT_PROVIDERS), l7_jwt_provider{});
+        t.jwt_verify_reason.assign(t.jwt_providers.size(), "no kernel route uses it");
         for (const l7_route& r : t.routes) {
             if (!(r.flags & L7_RF_JWT) || r.jwt_provider >= t.jwt_providers.size())
                 continue;
@@ -922,6 +923,7 @@ private:
             static_assert(L7_SCRATCH_SIZE < 0xffff);
             out.max_bytes = static_cast<__u16>(std::min<uint32_t>(jp.max_token_bytes, 0xffff));
             std::memcpy(out.prefix, prefix.data(), prefix.size());
+            t.jwt_verify_reason[r.jwt_provider] = kernel_jwt_verify(jp, out);
         }
     }
 
@@ -1080,6 +1082,36 @@ l7_method kernel_method_class(std::string_view method)
             return cls;
     return L7_M_OTHER;
 }
+
+std::string kernel_jwt_verify(const JwtProvider& jp, l7_jwt_provider& out)
+{
+    bool hmac = false;
+    for (const std::string& a : jp.algorithms)
+        hmac = hmac || a == "HS256" || a == "HS384" || a == "HS512";
+    if (!hmac)
+        return "it accepts no HS256/384/512 tokens";
+    if (jp.issuer && (jp.issuer->empty() || jp.issuer->size() > L7_JWT_MAX_CLAIM))
+        return "its issuer is empty or longer than " + std::to_string(L7_JWT_MAX_CLAIM) + " bytes";
+    if (jp.audiences.size() > L7_JWT_MAX_AUDS)
+        return "more than " + std::to_string(L7_JWT_MAX_AUDS) + " audiences";
+    for (const std::string& a : jp.audiences)
+        if (a.size() > L7_JWT_MAX_CLAIM)
+            return "an audience longer than " + std::to_string(L7_JWT_MAX_CLAIM) + " bytes";
+    out.flags = static_cast<__u32>(L7_JP_VERIFY) | (jp.require_exp ? static_cast<__u32>(L7_JP_REQUIRE_EXP) : 0u);
+    out.skew_s = static_cast<__u32>(jp.clock_skew.count());
+    if (jp.issuer) {
+        out.flags |= L7_JP_ISSUER;
+        out.iss_len = static_cast<__u16>(jp.issuer->size());
+        std::memcpy(out.iss, jp.issuer->data(), jp.issuer->size());
+    }
+    out.n_aud = static_cast<__u16>(jp.audiences.size());
+    for (size_t i = 0; i < jp.audiences.size(); i++) {
+        out.aud_len[i] = static_cast<__u16>(jp.audiences[i].size());
+        std::memcpy(out.aud[i], jp.audiences[i].data(), jp.audiences[i].size());
+    }
+    return {};
+}
+
 
 CompiledTables compile(const Policy& policy, uint64_t seed, const PoolIdFn& pool_id, const CompileOptions& options)
 {

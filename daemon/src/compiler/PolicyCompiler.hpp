@@ -74,6 +74,10 @@ struct CompiledTables {
     // the kernel finds its token; max_token == 0 when no kernel-placed route
     // uses the provider (its tokens are then never cached)
     std::vector<l7_jwt_provider> jwt_providers;
+    // per provider of jwt_providers: why the kernel does not verify its HS
+    // tokens itself (l7_jwtverify.h); empty: it does wherever l7fast.ko's
+    // kfuncs are callable and its keys installed (L7_JP_VERIFY)
+    std::vector<std::string> jwt_verify_reason;
     // (route index, table) of every route with L7_RF_MUTATE, ascending
     std::vector<std::pair<uint32_t, l7_mutation>> mutations;
     // the answers the kernel sends: direct responses, RBAC denials, the
@@ -110,6 +114,12 @@ struct CompileOptions {
 // l7_match entries one generation may use: l7_maps.h sizes the map for two
 // generations of 2 * L7_MAX_ROUTES each.
 inline constexpr size_t kMaxMatchStrings = 2 * L7_MAX_ROUTES;
+
+// The kernel HS verifier's part of a provider's l7_jwt_provider (flags,
+// clock skew, issuer, audiences: bpf/include/l7_jwtscan.h). Returns why the
+// kernel cannot verify the provider's tokens ("" when it can; then
+// L7_JP_VERIFY is set).
+std::string kernel_jwt_verify(const JwtProvider& provider, l7_jwt_provider& out);
 
 // Never fails: what does not fit the kernel is placed in user space, with a
 // reason. Deterministic for a given (policy, seed, pool ids).

@@ -4,6 +4,7 @@
 #include <bpf/libbpf.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <filesystem>
 #include <mutex>
 
+#include "common/KernelHash.hpp"
 #include "common/Log.hpp"
 #include "dataplane/MapIo.hpp"
 #include "dataplane/TestFault.hpp"
@@ -276,8 +278,18 @@ Dataplane::Dataplane(const DataplaneOptions& opts) : opts_(opts)
     if (opts_.adopt && !pins_adoptable(&why))
         log::notice("not adopting the pinned data plane in ", opts_.bpffs, ": ", why,
                     "; starting clean (open connections are closed)");
-    if (!(opts_.adopt && why.empty() && load(true)))
+    kfuncs_ = opts_.kfuncs;
+    try {
+        if (!(opts_.adopt && why.empty() && load(true)))
+            load(false);
+    } catch (const DataplaneError& e) {
+        if (!kfuncs_)
+            throw;
+        log::warning("the data plane did not load with l7fast.ko's kfuncs (", e.what(),
+                     "); loading it without them: HS tokens are verified in user space (and cached)");
+        kfuncs_ = false;
         load(false);
+    }
     // from here on every resource is a member that releases itself, in order,
     // if the rest throws
     pins_ = Pins(opts_.bpffs);
@@ -305,6 +317,10 @@ Dataplane::Dataplane(const DataplaneOptions& opts) : opts_(opts)
         throw DataplaneError("opening the event ring: " + errstr(errno));
     config_.ingress_budget = opts_.ingress_budget;
     config_.abi_version = L7_ABI_VERSION;
+    // header entries name module key ids of an earlier instance's epochs
+    jwt_headers_delete_gen(0);
+    jwt_headers_delete_gen(1);
+    refresh_wall_clock();
     write_config();
 }
 
@@ -322,6 +338,7 @@ bool Dataplane::load(bool adopt)
         throw DataplaneError("opening the embedded BPF object: " + errstr(errno));
     // load-time specialisation: the verifier prunes what these disable
     skel_->rodata->cfg_trace = opts_.trace ? 1 : 0;
+    skel_->rodata->cfg_kfuncs = kfuncs_ ? 1 : 0;
     // scratch entries per possible CPU (l7_scratch, bpf/include/l7_maps.h)
     bpf_map__set_max_entries(skel_->maps.l7_scratch, static_cast<uint32_t>(ncpus_) * L7_SCRATCH_SLOTS);
     if (!adopt) {
@@ -538,15 +555,19 @@ void Dataplane::set_access_log_sample(uint32_t n)
     write_config();
 }
 
-uint32_t Dataplane::stage(const policy::CompiledTables& t, std::span<const uint32_t> listener_ids)
+uint32_t Dataplane::stage(const policy::CompiledTables& t, std::span<const uint32_t> listener_ids,
+                          uint64_t policy_generation)
 {
     const uint32_t gen = active_gen_ ^ 1;
 
     tables_.write(t, listener_ids, gen);
 
     // JWT: the slot's cached tokens were verified by the policy it held
-    // before; none may be admitted under this one
+    // before; none may be admitted under this one, and its header entries
+    // name that policy's keys (set_jwt_headers writes this one's)
     jwt_cache_delete_gen(gen);
+    jwt_headers_delete_gen(gen);
+    slot_generation_[gen] = policy_generation;
     jwt_providers_[gen].assign(L7_MAX_JWT_PROVIDERS, l7_jwt_provider{});
     for (size_t i = 0; i < t.jwt_providers.size() && i < L7_MAX_JWT_PROVIDERS; i++)
         jwt_providers_[gen][i] = t.jwt_providers[i];
@@ -596,6 +617,79 @@ bool Dataplane::jwt_cache_put(const l7_jwt_key& k, const l7_jwt_entry& e)
 }
 
 void Dataplane::jwt_cache_clear() { jwt_cache_delete_gen(std::nullopt); }
+
+void Dataplane::jwt_headers_delete_gen(uint32_t gen)
+{
+    int fd = bpf_map__fd(skel_->maps.l7_jwt_headers);
+    for (const auto& k : map_keys<l7_jwt_key>(fd))
+        if (k.gen == gen && bpf_map_delete_elem(fd, &k) != 0 && errno != ENOENT)
+            throw DataplaneError("deleting from l7_jwt_headers: " + errstr(errno));
+}
+
+void Dataplane::set_key_epoch(uint32_t epoch)
+{
+    if (config_.key_epoch == epoch)
+        return;
+    config_.key_epoch = epoch;
+    write_config();
+}
+
+size_t Dataplane::set_jwt_headers(uint64_t policy_generation, uint32_t epoch,
+                                  const std::vector<JwtHeaderEntry>& headers)
+{
+    uint32_t gen = 0;
+    while (gen < L7_GENS && slot_generation_[gen] != policy_generation)
+        gen++;
+    if (gen == L7_GENS)
+        return 0;
+    jwt_headers_delete_gen(gen);
+    const int fd = bpf_map__fd(skel_->maps.l7_jwt_headers);
+    size_t written = 0;
+    for (const JwtHeaderEntry& h : headers) {
+        if (h.segment.empty() || h.segment.size() > L7_JWT_MAX_HDR || h.key_ids.empty() ||
+            h.key_ids.size() > L7_JWT_HDR_KEYS || h.provider >= L7_MAX_JWT_PROVIDERS ||
+            (h.mac_len != 32 && h.mac_len != 48 && h.mac_len != 64))
+            continue;
+        l7_jwt_key k{};
+        k.hash = policy::kernel::match_hash(config_.meta[gen].seed, h.segment, false);
+        k.gen = static_cast<__u16>(gen);
+        k.provider = static_cast<__u16>(h.provider);
+        k.len = static_cast<__u32>(h.segment.size());
+        l7_jwt_hdr v{};
+        v.epoch = epoch;
+        v.len = static_cast<__u16>(h.segment.size());
+        v.mac_len = h.mac_len;
+        v.n_keys = static_cast<__u8>(h.key_ids.size());
+        for (size_t i = 0; i < h.key_ids.size(); i++)
+            v.key_id[i] = h.key_ids[i];
+        std::memcpy(v.seg, h.segment.data(), h.segment.size());
+        if (bpf_map_update_elem(fd, &k, &v, BPF_ANY) == 0)
+            written++;
+        else
+            log::warning("l7_jwt_headers: cannot add a header of JWT provider ", h.provider, ": ", errstr(errno),
+                         " (its tokens go to user space)");
+    }
+    return written;
+}
+
+size_t Dataplane::jwt_header_entries() const
+{
+    return map_keys<l7_jwt_key>(bpf_map__fd(skel_->maps.l7_jwt_headers)).size();
+}
+
+void Dataplane::refresh_wall_clock()
+{
+    timespec real{}, boot{};
+    ::clock_gettime(CLOCK_REALTIME, &real);
+    ::clock_gettime(CLOCK_BOOTTIME, &boot);
+    const int64_t off = (static_cast<int64_t>(real.tv_sec) - boot.tv_sec) * 1000000000 +
+                        (static_cast<int64_t>(real.tv_nsec) - boot.tv_nsec);
+    const int64_t moved = off - config_.wall_off_ns;
+    if (config_.wall_off_ns != 0 && moved < 1000000 && moved > -1000000)
+        return;
+    config_.wall_off_ns = off;
+    write_config();
+}
 
 size_t Dataplane::jwt_cache_entries() const
 {

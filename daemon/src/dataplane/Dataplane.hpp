@@ -46,6 +46,18 @@ struct DataplaneOptions {
     // (restart without dropping connections) when they are of this ABI
     // version; otherwise, or when false, start clean.
     bool adopt = false;
+    // Socket programs may call l7fast.ko's kfuncs (ModuleInfo::socket_kfuncs):
+    // the HS verifier is loaded (cfg_kfuncs). If the object does not load so,
+    // it is loaded without them (kfuncs() says which).
+    bool kfuncs = false;
+};
+
+// A JWS header segment the kernel's HS verifier recognises (l7_jwt_hdr).
+struct JwtHeaderEntry {
+    uint32_t provider = 0;
+    std::string segment;            // base64url, as a token carries it
+    uint8_t mac_len = 0;            // 32, 48, 64
+    std::vector<uint32_t> key_ids;  // l7fast.ko key ids: every key of the header's kid and alg
 };
 
 // A BPF_F_MMAPABLE array map (l7_slot_state 256 KiB, l7_pools 46 KiB,
@@ -127,7 +139,8 @@ public:
     // Writes `t` into the inactive generation (readers do not see it yet).
     // Listener ids in `t` (policy order) become the stable ids in
     // `listener_ids`. Returns the generation slot written (0/1).
-    uint32_t stage(const policy::CompiledTables& t, std::span<const uint32_t> listener_ids);
+    uint32_t stage(const policy::CompiledTables& t, std::span<const uint32_t> listener_ids,
+                   uint64_t policy_generation);
     // Makes a staged generation the one every new request uses.
     void activate(uint32_t gen, uint64_t policy_generation);
     uint32_t active_gen() const { return active_gen_; }
@@ -163,6 +176,21 @@ public:
     // Deletes every entry (the keys of a provider changed: a JWKS file).
     void jwt_cache_clear();
     size_t jwt_cache_entries() const;
+
+    // ---- the kernel's HS verifier (bpf/include/l7_jwtverify.h) -------------
+    // Whether the programs were loaded with it (DataplaneOptions::kfuncs).
+    bool kfuncs() const { return kfuncs_; }
+    // l7_config.key_epoch: header entries of another epoch verify nothing.
+    void set_key_epoch(uint32_t epoch);
+    // Replaces the header entries of the slot holding `policy_generation`
+    // (staged or active) with `headers`, of key epoch `epoch`. Returns the
+    // number written (the rest did not fit or were malformed); nothing when
+    // no slot holds that policy.
+    size_t set_jwt_headers(uint64_t policy_generation, uint32_t epoch, const std::vector<JwtHeaderEntry>& headers);
+    size_t jwt_header_entries() const;
+    // l7_config.wall_off_ns: CLOCK_REALTIME - CLOCK_BOOTTIME, written when
+    // it moved by a millisecond or more (a clock step, NTP slewing).
+    void refresh_wall_clock();
 
     // ---- client connections ---------------------------------------------
     // The l7_conns entry of a client connection, by its 4-tuple: local
@@ -311,8 +339,13 @@ private:
     TableWriter tables_;  // the policy tables in the maps
     // JWT providers written per generation (max_token == 0: not in the kernel)
     std::vector<l7_jwt_provider> jwt_providers_[L7_GENS];
+    // the policy generation each slot holds (stage())
+    uint64_t slot_generation_[L7_GENS] = {~0ull, ~0ull};
     int ncpus_ = 1;
     bool adopted_ = false;
+    bool kfuncs_ = false;
+
+    void jwt_headers_delete_gen(uint32_t gen);
 };
 
 }  // namespace l7fast::dataplane

@@ -15,9 +15,10 @@ std::string read_line(const std::string& path)
     return s;
 }
 
-// What the data plane does without the module's kfuncs, which today is
-// always: it calls none of them yet.
-constexpr const char* kWithoutKfuncs = "hashing runs in pure BPF and JWT signatures are checked in user space";
+// What the data plane does without the module's kfuncs in socket programs.
+constexpr const char* kWithoutKfuncs =
+    "JWT signatures are checked in user space (the kernel admits tokens l7fastd verified, from its cache) and hashing "
+    "runs in pure BPF";
 
 }  // namespace
 
@@ -30,9 +31,12 @@ std::string ModuleInfo::summary() const
     s += socket_kfuncs ? "yes" : "no, " + reason;
     if (!algorithms.empty())
         s += "; " + algorithms;
-    // what the data plane makes of it: nothing yet, and it says so rather
-    // than let "yes" above read as JWTs verified in the kernel
-    return s + "); the data plane calls none of its kfuncs yet: " + kWithoutKfuncs;
+    if (!socket_kfuncs)
+        return s + "); " + kWithoutKfuncs;
+    // ring-hash keys: the pure-BPF XXH64 measured faster than the kfunc
+    // for the data plane's key lengths (ARCHITECTURE.md §3)
+    return s + "); the data plane verifies HS256/384/512 JWTs with its kfuncs; hashing stays in pure BPF (faster "
+               "for short keys)";
 }
 
 ModuleInfo ModuleInfo::probe()

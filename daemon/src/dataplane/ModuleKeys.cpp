@@ -92,20 +92,25 @@ int ModuleKeys::del(uint32_t id)
     return r == -ENOENT ? 0 : r;
 }
 
-bool ModuleKeys::install(const std::vector<ModuleKey>& keys)
+bool ModuleKeys::install(const std::vector<ModuleKey>& keys, const std::function<void(uint32_t)>& announce)
 {
     if (!ctl_ || (cleared_ && keys == wanted_))
         return ctl_ != nullptr;
     error_.clear();
     const uint32_t next = epoch_ + 1;
+    if (announce)
+        announce(next);
     size_t in = 0;  // keys now in the new half: ids id_of(next, 0 .. in-1)
     size_t refused = 0;
     std::string refused_reason;
-    for (const auto& k : keys) {
+    std::vector<int32_t> ids(keys.size(), -1);
+    for (size_t ki = 0; ki < keys.size(); ki++) {
+        const auto& k = keys[ki];
         if (in == kPerEpoch)
             break;
         int r = add(id_of(next, in), k);
         if (r == 0) {
+            ids[ki] = static_cast<int32_t>(id_of(next, in));
             in++;
             continue;
         }
@@ -119,6 +124,8 @@ bool ModuleKeys::install(const std::vector<ModuleKey>& keys)
         error_ = "cannot install " + key_name(k) + " in l7fast.ko: " + why;
         for (size_t i = 0; i < in; i++)
             del(id_of(next, i));
+        if (announce)
+            announce(epoch_);
         log::warning(error_, "; the module keeps the previous ", installed_, " keys");
         return false;
     }
@@ -146,6 +153,7 @@ bool ModuleKeys::install(const std::vector<ModuleKey>& keys)
     installed_ = in;
     wipe(wanted_);
     wanted_ = keys;
+    ids_ = std::move(ids);
     left_out_reason_ = refused ? refused_reason
                        : left_out() ? "more than " + std::to_string(kPerEpoch) + " HMAC keys"
                                     : std::string();
@@ -171,6 +179,7 @@ void ModuleKeys::remove_all()
     else
         log::info("l7fast.ko: removed ", installed_, " JWT HMAC keys");
     installed_ = 0;
+    ids_.clear();
     wipe(wanted_);
 }
 
@@ -184,7 +193,7 @@ std::string ModuleKeys::summary() const
         s += ", " + std::to_string(left_out()) + " verified in user space only: " + left_out_reason_;
     if (!error_.empty())
         s += "; last change failed: " + error_;
-    return s + "; the data plane does not verify with them yet";
+    return s;
 }
 
 }  // namespace l7fast::dataplane

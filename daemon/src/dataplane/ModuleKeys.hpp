@@ -2,7 +2,8 @@
 // pre-keyed HMAC kfunc (l7f_hmac_verify) finds them by key id. l7fastd owns
 // that table while it runs: it installs the keys at start, again whenever
 // they change (a reload, a JWKS file that changed), and removes them when it
-// stops. The data plane does not call the kfunc yet; this is its key store.
+// stops. The data plane's HS verifier (bpf/include/l7_jwtverify.h) calls the
+// kfunc with the ids ids() gives, through its header entries.
 //
 // Generations: the table's ids are two halves, one per key epoch (epoch & 1).
 // A new set of keys is installed into the other half in full first; only
@@ -16,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -66,7 +68,20 @@ public:
     // permission) leaves the previous epoch in place and returns false with
     // error() set. The first call of an instance clears every other id, so
     // nothing a previous l7fastd left behind survives it.
-    bool install(const std::vector<ModuleKey>& keys);
+    //
+    // `announce` is called with the epoch whose keys the table is about to
+    // hold, before the first of them goes in, and again with the previous
+    // epoch if the install fails (the data plane's l7_config.key_epoch: a
+    // kernel reader checks that its header entry's epoch is that one before
+    // and after a verification).
+    bool install(const std::vector<ModuleKey>& keys,
+                 const std::function<void(uint32_t epoch)>& announce = {});
+    // The table id of each key of the last install(), in its order; -1 for
+    // a key the module refused or that was beyond kPerEpoch.
+    const std::vector<int32_t>& ids() const { return ids_; }
+    // Whether the last install() that succeeded was given exactly `keys`
+    // (so ids() are theirs).
+    bool holds(const std::vector<ModuleKey>& keys) const { return cleared_ && keys == wanted_; }
     // Deletes every key this instance installed.
     void remove_all();
     uint32_t epoch() const { return epoch_; }
@@ -88,6 +103,7 @@ private:
     // what the last install() was given (its secrets wiped when replaced
     // and at destruction)
     std::vector<ModuleKey> wanted_;
+    std::vector<int32_t> ids_;  // per key of wanted_
     size_t installed_ = 0;  // in the table now: ids id_of(epoch_, 0 .. installed_-1)
     uint32_t epoch_ = 0;
     bool cleared_ = false;  // ids of earlier instances deleted

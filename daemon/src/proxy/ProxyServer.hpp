@@ -22,6 +22,7 @@
 
 #include "common/Asio.hpp"
 #include "common/Fd.hpp"
+#include "auth/JwtKeys.hpp"
 #include "dataplane/Abi.hpp"
 #include "dataplane/ModuleKeys.hpp"
 #include "config/Policy.hpp"
@@ -261,6 +262,9 @@ private:
     void warn_lost_events();
     // Installs the runtime's JWT HMAC keys in l7fast.ko (module_keys_).
     void sync_module_keys();
+    // The header entries of the kernel's HS verifier for the keys just
+    // installed (parallel vectors): Dataplane::set_jwt_headers.
+    void write_jwt_headers(const std::vector<dataplane::ModuleKey>& keys, const std::vector<auth::Alg>& algs);
     std::shared_ptr<ClientSession> session_for(uint32_t conn, uint32_t gen);
 
     asio::io_context& io_;

@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * HS256/384/512 JWTs verified in the kernel with l7fast.ko's kfuncs
+ * (ARCHITECTURE.md §3, "JWT verified in the kernel"), for a token the
+ * verified-token cache does not hold. The reference is auth::Verifier
+ * (daemon/src/auth/Jwt.cpp); this code decides only what it can decide
+ * exactly as the reference does, and hands everything else to the slow
+ * path under a reason:
+ *
+ *  - the header segment, as sent, must be one the daemon recognised with
+ *    the reference (l7_jwt_headers: alg an HMAC the provider accepts, every
+ *    key of that kid and alg in the module, of the current key epoch), else
+ *    L7_R_JWT_HEADER; so the header's JSON is never parsed here;
+ *  - three parts, the signature exactly the MAC's base64url length, both
+ *    the signature and the payload canonical base64url (l7f_b64url_decode,
+ *    no padding), else L7_R_JWT_SHAPE;
+ *  - the MAC by l7f_hmac_verify (constant time) with every key of the
+ *    header's kid and alg; none matches: 401 bad_signature. A module error
+ *    (a key gone) or a key epoch that changed meanwhile: L7_R_JWT_MODULE;
+ *  - the payload scanned once: a flat JSON object whose values are strings
+ *    without escapes, control or non-ASCII bytes, integers, literals, or
+ *    arrays of those; names without escapes, at most L7_JWT_MAX_MEMBERS,
+ *    none twice (by a 64-bit hash: equal hashes bail); exp and nbf
+ *    non-negative integers of at most 11 digits. Anything else (nested
+ *    objects, fractions, escapes, a duplicate) is L7_R_JWT_SHAPE;
+ *  - the claims in the reference's order: missing_exp, expired,
+ *    not_yet_valid, bad_issuer, bad_audience, each a 401 the kernel sends;
+ *    wall-clock time is bpf_ktime_get_boot_ns() + l7_config.wall_off_ns.
+ *
+ * cfg_kfuncs is set at load time when socket programs can call the module
+ * here (l7fast_probe_socket_kfuncs); without it every kfunc call below is
+ * dead code the verifier drops, so one object loads on every kernel.
+ * Included by l7_jwtcache.h.
+ */
+#ifndef L7_JWTVERIFY_H
+#define L7_JWTVERIFY_H
+
+#include "l7fast_kfuncs.h"
+
+const volatile __u32 cfg_kfuncs = 0;
+
+#ifndef EBADMSG
+#define EBADMSG 74
+#endif
+
+#define L7_JWT_MAX_SIG 88 /* base64url of a 64-byte MAC, rounded up */
+
+struct l7_jwt_dots {
+	struct l7_window w;
+	struct l7_jwt_work *wk;
+	__u32 off;
+	__u32 len;
+};
+
+/* The token's dots, a word at a time: n (stops at 3), the first two. */
+L7_CALLBACK long l7_jwt_dots_cb(__u32 i, void *ctx)
+{
+	struct l7_jwt_dots *c = ctx;
+	__u64 x, y, t;
+	__u32 j, left;
+
+	if (i >= L7_JWT_WORDS || i * 8 >= c->len)
+		return 1;
+	x = l7_load64(&c->w, c->off + i * 8, 0);
+	left = c->len - i * 8;
+	if (left < 8)
+		x = l7_low_bytes(x, left);
+	/* exact: a byte of y is zero iff that byte of x is '.' */
+	y = x ^ (L7_ONES * '.');
+	t = ((y & (L7_ONES * 0x7f)) + L7_ONES * 0x7f) | y;
+	if ((~t & L7_HIGHS) == 0)
+		return 0;
+	L7_UNROLL for (j = 0; j < 8; j++) {
+		if (((x >> (8 * j)) & 0xff) != '.' || j >= left)
+			continue;
+		c->wk->n_dots++;
+		if (c->wk->n_dots == 1)
+			c->wk->d1 = i * 8 + j;
+		else if (c->wk->n_dots == 2)
+			c->wk->d2 = i * 8 + j;
+	}
+	return c->wk->n_dots > 2;
+}
+
+/* a header entry's segment (struct l7_jwt_hdr.seg) */
+L7_JWT_EQ_CB(l7_jwt_seg_cb, L7_JWT_MAX_HDR / 8)
+
+/* Window bytes from off as kfunc memory: the masked offset plus any length
+ * up to L7_JWT_MAX_TOKEN stays inside the scratch entry (l7_scratch.h puts
+ * the JWT work area after the window); callers pass only lengths within
+ * the window's valid bytes. */
+#define L7_JWT_WIN_PTR(s, off) ((s)->ws.buf + L7_IDX((off), L7_WS_MASK))
+
+/*
+ * Whether a key of header entry h verifies the MAC in s->jwt.mac over
+ * window bytes [off, off + n) (the signing input): 1 yes, 0 none of them
+ * (every key tried, as the reference does), -1 an l7fast.ko error (a key
+ * gone). Global: verified once, whatever its caller's state.
+ */
+__noinline int l7_g_jwt_mac(struct l7_scratch *s, const struct l7_jwt_hdr *h, __u32 off, __u32 n)
+{
+	__u32 ml, n_keys, j;
+	int v, ok = 0, err = 0;
+	__u8 *src;
+
+	if (!cfg_kfuncs || !s || !h)
+		return -1;
+	ml = h->mac_len;
+	n_keys = h->n_keys;
+	if (ml > sizeof(s->jwt.mac) || n_keys > L7_JWT_HDR_KEYS || n > L7_JWT_MAX_TOKEN || off + n > s->ws.len)
+		return -1;
+	src = L7_JWT_WIN_PTR(s, off);
+	L7_UNROLL for (j = 0; j < L7_JWT_HDR_KEYS; j++) {
+		if (j < n_keys && !ok && !err) {
+			v = l7f_hmac_verify(h->key_id[j], src, n, s->jwt.mac, ml);
+			if (v == 0)
+				ok = 1;
+			else if (v != -EBADMSG)
+				err = 1;
+		}
+	}
+	return err ? -1 : ok;
+}
+
+/* l7_jwt_judge (l7_jwtscan.h) on the decoded payload s->jwt.payload[0, len)
+ * at wall-clock time now: L7_JV_*, s->dec.detail for a rejection. Global:
+ * the scan's callbacks are verified once. */
+__noinline int l7_g_jwt_judge(struct l7_scratch *s, const struct l7_jwt_provider *p, __u32 len, __u64 now)
+{
+	if (!cfg_kfuncs || !s || !p)
+		return L7_JV_SHAPE;
+	return l7_jwt_judge(&s->jwt, p, len, now, &s->dec.detail);
+}
+
+/*
+ * Verifies the token at window bytes [off, off + len) (tok: off | len << 16,
+ * a global function takes five arguments) for `provider` of generation
+ * `gen` (the cache did not hold it). Returns L7_R_NONE (valid), L7_R_JWT_BAD
+ * with s->dec.detail set (a 401 the kernel sends), or the reason to hand
+ * the request to the slow path. Global: verified once.
+ */
+__noinline int l7_g_jwt_verify(struct l7_scratch *s, struct l7_config *cfg, __u32 gen, __u32 provider,
+			       __u32 tok)
+{
+	__u32 off = tok & 0xffff, len = tok >> 16;
+	const struct l7_jwt_provider *p;
+	const struct l7_jwt_hdr *h;
+	struct l7_jwt_cmp sg;
+	struct l7_jwt_dots d;
+	struct l7_strscan hs;
+	struct l7_jwt_key k;
+	struct l7_window w;
+	__u32 pk, epoch, ml, sl, pay_off, pay_len, d1, d2;
+	__u8 *src;
+	int r, ok;
+
+	if (!cfg_kfuncs)
+		return L7_R_JWT_MISS;
+	if (!s || !cfg || provider >= L7_MAX_JWT_PROVIDERS || len > L7_JWT_MAX_TOKEN)
+		return L7_R_JWT_OTHER;
+	gen &= 1;
+	pk = gen * L7_MAX_JWT_PROVIDERS + provider;
+	p = bpf_map_lookup_elem(&l7_jwt_providers, &pk);
+	if (!p || !(p->flags & L7_JP_VERIFY))
+		return L7_R_JWT_MISS;
+	w.buf = s->ws.buf;
+	w.len = s->ws.len;
+	w.pad = 0;
+	if (off + len > w.len)
+		return L7_R_JWT_OTHER;
+
+	/* three parts */
+	L7_ZERO(d);
+	d.w = w;
+	d.wk = &s->jwt;
+	d.off = off;
+	d.len = len;
+	s->jwt.n_dots = 0;
+	L7_LOOP(L7_JWT_WORDS, l7_jwt_dots_cb, &d);
+	d1 = s->jwt.d1;
+	d2 = s->jwt.d2;
+	if (s->jwt.n_dots != 2 || d2 >= len || d1 >= d2)
+		return L7_R_JWT_SHAPE;
+	if (d1 == 0 || d1 > L7_JWT_MAX_HDR)
+		return L7_R_JWT_HEADER;
+
+	/* the header, as the daemon recognised it, of this key epoch */
+	L7_ZERO(hs);
+	hs.w = w;
+	hs.h = l7_hash_init(cfg->meta[gen].seed);
+	hs.off = off;
+	hs.len = d1;
+	L7_LOOP(L7_JWT_MAX_HDR / 8, l7_hash_cb, &hs);
+	L7_ZERO(k);
+	k.hash = l7_hash_final(hs.h, d1);
+	k.gen = (__u16)gen;
+	k.provider = (__u16)provider;
+	k.len = d1;
+	h = bpf_map_lookup_elem(&l7_jwt_headers, &k);
+	if (!h || h->len != d1)
+		return L7_R_JWT_HEADER;
+	L7_ZERO(sg);
+	sg.w = w;
+	sg.ref = h->seg;
+	sg.off = off;
+	sg.len = d1;
+	L7_LOOP(L7_JWT_MAX_HDR / 8, l7_jwt_seg_cb, &sg);
+	if (sg.diff)
+		return L7_R_JWT_HEADER;
+	epoch = h->epoch;
+	if (READ_ONCE(cfg->key_epoch) != epoch)
+		return L7_R_JWT_HEADER;
+	ml = h->mac_len;
+
+	/* the signature: exactly the MAC's unpadded base64url */
+	sl = len - d2 - 1;
+	if (sl != L7F_B64_ENC_LEN_NOPAD(ml) || sl > L7_JWT_MAX_SIG || ml > sizeof(s->jwt.mac))
+		return L7_R_JWT_SHAPE;
+	src = L7_JWT_WIN_PTR(s, off + d2 + 1);
+	r = l7f_b64url_decode(src, sl, s->jwt.mac, sizeof(s->jwt.mac), L7F_B64_PAD_FORBIDDEN);
+	if (r != (int)ml)
+		return L7_R_JWT_SHAPE;
+
+	/* the payload, decoded (canonical base64url, as the reference wants
+	 * it before any signature work) */
+	pay_off = off + d1 + 1;
+	pay_len = d2 - d1 - 1;
+	if (pay_len == 0 || pay_len > L7_JWT_MAX_TOKEN)
+		return L7_R_JWT_SHAPE;
+	src = L7_JWT_WIN_PTR(s, pay_off);
+	r = l7f_b64url_decode(src, pay_len, s->jwt.payload, L7_JWT_PAYLOAD_BUF, L7F_B64_PAD_FORBIDDEN);
+	if (r <= 0 || r > L7_JWT_PAYLOAD_BUF)
+		return L7_R_JWT_SHAPE;
+
+	/* the MAC over header.payload, by every key of the header's kid and alg */
+	ok = l7_g_jwt_mac(s, h, off, d2);
+	/* a key that changed under the call decided nothing */
+	if (ok < 0 || READ_ONCE(cfg->key_epoch) != epoch)
+		return L7_R_JWT_MODULE;
+	if (!ok) {
+		s->dec.detail = L7_ANS_DETAIL_BAD_SIGNATURE;
+		return L7_R_JWT_BAD;
+	}
+
+	/* the payload: a flat object of the subset l7_jwtscan.h decides, its claims */
+	switch (l7_g_jwt_judge(s, p, (__u32)r, bpf_ktime_get_boot_ns() + (__u64)READ_ONCE(cfg->wall_off_ns))) {
+	case L7_JV_OK:
+		return L7_R_NONE;
+	case L7_JV_REJECT:
+		return L7_R_JWT_BAD;
+	}
+	return L7_R_JWT_SHAPE;
+}
+
+#endif /* L7_JWTVERIFY_H */

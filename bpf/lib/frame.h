@@ -35,6 +35,10 @@ static __always_inline long l7_copy_msg_exact(struct sk_msg_md *msg, struct l7_s
 		n = L7_SCRATCH_SIZE;
 	if (!n)
 		return 0;
+	/* the same 1..L7_SCRATCH_SIZE, bounded on the register the helper
+	 * gets: older verifiers (6.1) lose the bounds above when n is
+	 * spilled between them and the call */
+	n = L7_IDX(n - 1, L7_SCRATCH_SIZE - 1) + 1;
 	if (bpf_probe_read_kernel(s->ws.buf, n, data))
 		return -1;
 	return (long)n;
@@ -71,6 +75,10 @@ static __always_inline long l7_copy_skb(struct __sk_buff *skb, struct l7_scratch
 		want = L7_SCRATCH_SIZE;
 	if (!want)
 		return 0;
+	/* the same 1..L7_SCRATCH_SIZE, in a form older verifiers (6.1) see as
+	 * non-zero: they learn nothing from want != 0, and the helper takes
+	 * no empty copy */
+	want = L7_IDX(want - 1, L7_SCRATCH_SIZE - 1) + 1;
 	if (bpf_skb_load_bytes(skb, off, s->ws.buf, want))
 		return -1;
 	return want;

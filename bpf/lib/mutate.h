@@ -49,7 +49,10 @@ __noinline int l7_g_mut_plan(struct l7_scratch *s)
 }
 
 /* Stores src[from, from + len) (indexes masked with `mask`, the size of the
- * source array minus one) at message offset off. */
+ * source array minus one) at message offset off. The mask stays on each
+ * index (L7_IDX): older verifiers (6.1) do not keep the callers' bounds on
+ * `from` across stack spills nor learn them from comparisons between two
+ * registers, so the mask is all they see of it. */
 static __always_inline int l7_msg_write(struct sk_msg_md *msg, __u32 off, const __u8 *src,
 					__u32 from, __u32 len, __u32 mask)
 {
@@ -70,7 +73,7 @@ static __always_inline int l7_msg_write(struct sk_msg_md *msg, __u32 off, const 
 	for (i = 0; i < L7_MUT_MAX_ADD; i++) {
 		if (p + i + 1 > end)
 			break;
-		p[i] = src[(from + i) & mask];
+		p[i] = src[L7_IDX(from + i, mask)];
 	}
 	return 0;
 }

@@ -112,6 +112,9 @@ static __always_inline long l7_pick_pool(const struct l7_route *r, __u32 gen,
 			return -1;
 		return l7_pool_up(ep->pool_id) ? (long)ep->pool_id : L7_PICK_DOWN;
 	}
+	/* unrolled: as a loop, clang entered it in the middle and closed it
+	 * with a fall-through, which 6.1's check_cfg rejects as a back-edge */
+	L7_UNROLL
 	for (i = 0; i < L7_PICK_TRIES; i++) {
 		e = l7_draw_endpoint(c, gen, ck);
 		if (e == L7_LB_NONE)

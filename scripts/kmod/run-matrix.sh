@@ -196,6 +196,7 @@ build_initramfs() {
 	mkdir -p "$stage"/{bin,sbin,dev,proc,sys,tmp}
 	cp /bin/busybox "$stage/bin/busybox"
 	cp "$BUILD/test/kfunc_test" "$stage/bin/kfunc_test"
+	cp "$BUILD/test/dataplane_load" "$stage/bin/dataplane_load"
 	install -m755 "$TOP/tests/kmod/guest-init.sh" "$stage/init"
 	mods=$stage/lib/modules/$K_ABI
 	mkdir -p "$mods/extra"
@@ -231,7 +232,7 @@ judge() {
 	grep -q '^L7F-GUEST-DONE' "$log.txt" || { log "$abi: guest did not finish"; bad=1; }
 	[ -n "$summary" ] || { log "$abi: no test summary"; bad=1; }
 	grep -q '^L7F-TEST: FAIL' "$log.txt" && bad=1
-	for need in insmod rmmod rmmod-gone dmesg-clean; do
+	for need in insmod dataplane-kfuncs dataplane-plain rmmod rmmod-gone dmesg-clean; do
 		grep -q "^L7F-TEST: PASS guest/$need\(:\|\$\)" "$log.txt" ||
 			{ log "$abi: missing PASS guest/$need"; bad=1; }
 	done

@@ -27,6 +27,7 @@ if modprobe l7fast; then
 	/bin/kfunc_test --bench
 	rc=$?
 	[ "$rc" = 0 ] || res FAIL kfunc_test "exit status $rc"
+	/bin/dataplane_load || res FAIL dataplane_load "exit status $?"
 	# Programs and maps are freed after an RCU grace period / in a
 	# workqueue, and each program holds a module reference until then.
 	n=0

@@ -8,8 +8,6 @@
 // boundary; seeded mutations of them cover the rest.
 #include <gtest/gtest.h>
 
-#include <openssl/evp.h>
-
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -17,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "auth/Base64Url.hpp"
 #include "auth/Jwt.hpp"
 #include "compiler/PolicyCompiler.hpp"
 #include "l7_jwtscan.h"
+#include "support/Hs256.hpp"
 
 using namespace l7fast;
 using Clock = std::chrono::system_clock;
@@ -31,21 +29,7 @@ constexpr const char* kSecret = "l7fast-unit-test-hs256-secret-0123456789";
 constexpr int64_t kNow = 1800000000;  // seconds
 constexpr int64_t kSkew = 60;
 
-std::string hmac256(std::string_view key, std::string_view data)
-{
-    unsigned char out[EVP_MAX_MD_SIZE];
-    size_t len = 0;
-    EXPECT_TRUE(EVP_Q_mac(nullptr, "HMAC", nullptr, "SHA256", nullptr, key.data(), key.size(),
-                          reinterpret_cast<const unsigned char*>(data.data()), data.size(), out, sizeof out, &len));
-    return std::string(reinterpret_cast<char*>(out), len);
-}
-
-std::string sign(std::string_view payload)
-{
-    const std::string input = auth::base64url_encode(R"({"alg":"HS256","typ":"JWT"})") + "." +
-                              auth::base64url_encode(payload);
-    return input + "." + auth::base64url_encode(hmac256(kSecret, input));
-}
+std::string sign(std::string_view payload) { return test_support::hs256_token(std::string(payload), kSecret); }
 
 struct Fixture {
     policy::JwtProvider provider;

@@ -318,8 +318,7 @@ Dataplane::Dataplane(const DataplaneOptions& opts) : opts_(opts)
     config_.ingress_budget = opts_.ingress_budget;
     config_.abi_version = L7_ABI_VERSION;
     // header entries name module key ids of an earlier instance's epochs
-    jwt_headers_delete_gen(0);
-    jwt_headers_delete_gen(1);
+    jwt_delete_gen(skel_->maps.l7_jwt_headers, std::nullopt);
     refresh_wall_clock();
     write_config();
 }
@@ -565,8 +564,8 @@ uint32_t Dataplane::stage(const policy::CompiledTables& t, std::span<const uint3
     // JWT: the slot's cached tokens were verified by the policy it held
     // before; none may be admitted under this one, and its header entries
     // name that policy's keys (set_jwt_headers writes this one's)
-    jwt_cache_delete_gen(gen);
-    jwt_headers_delete_gen(gen);
+    jwt_delete_gen(skel_->maps.l7_jwt_cache, gen);
+    jwt_delete_gen(skel_->maps.l7_jwt_headers, gen);
     slot_generation_[gen] = policy_generation;
     jwt_providers_[gen].assign(L7_MAX_JWT_PROVIDERS, l7_jwt_provider{});
     for (size_t i = 0; i < t.jwt_providers.size() && i < L7_MAX_JWT_PROVIDERS; i++)
@@ -589,12 +588,12 @@ void Dataplane::activate(uint32_t gen, uint64_t policy_generation)
     active_gen_ = gen & 1;
 }
 
-void Dataplane::jwt_cache_delete_gen(std::optional<uint32_t> gen)
+void Dataplane::jwt_delete_gen(const ::bpf_map* map, std::optional<uint32_t> gen)
 {
-    int fd = bpf_map__fd(skel_->maps.l7_jwt_cache);
+    const int fd = bpf_map__fd(map);
     for (const auto& k : map_keys<l7_jwt_key>(fd))
         if ((!gen || k.gen == *gen) && bpf_map_delete_elem(fd, &k) != 0 && errno != ENOENT)
-            throw DataplaneError("deleting from l7_jwt_cache: " + errstr(errno));
+            throw DataplaneError(std::string("deleting from ") + bpf_map__name(map) + ": " + errstr(errno));
 }
 
 std::optional<Dataplane::JwtCacheTarget> Dataplane::jwt_cache_target(uint64_t policy_generation,
@@ -616,15 +615,7 @@ bool Dataplane::jwt_cache_put(const l7_jwt_key& k, const l7_jwt_entry& e)
     return bpf_map_update_elem(bpf_map__fd(skel_->maps.l7_jwt_cache), &k, &e, BPF_ANY) == 0;
 }
 
-void Dataplane::jwt_cache_clear() { jwt_cache_delete_gen(std::nullopt); }
-
-void Dataplane::jwt_headers_delete_gen(uint32_t gen)
-{
-    int fd = bpf_map__fd(skel_->maps.l7_jwt_headers);
-    for (const auto& k : map_keys<l7_jwt_key>(fd))
-        if (k.gen == gen && bpf_map_delete_elem(fd, &k) != 0 && errno != ENOENT)
-            throw DataplaneError("deleting from l7_jwt_headers: " + errstr(errno));
-}
+void Dataplane::jwt_cache_clear() { jwt_delete_gen(skel_->maps.l7_jwt_cache, std::nullopt); }
 
 void Dataplane::set_key_epoch(uint32_t epoch)
 {
@@ -642,7 +633,7 @@ size_t Dataplane::set_jwt_headers(uint64_t policy_generation, uint32_t epoch,
         gen++;
     if (gen == L7_GENS)
         return 0;
-    jwt_headers_delete_gen(gen);
+    jwt_delete_gen(skel_->maps.l7_jwt_headers, gen);
     const int fd = bpf_map__fd(skel_->maps.l7_jwt_headers);
     size_t written = 0;
     for (const JwtHeaderEntry& h : headers) {

@@ -266,8 +266,9 @@ private:
     bool load(bool adopt);
     bool pins_adoptable(std::string* why) const;
     void recover_state();
-    // deletes the verified-token cache's entries of one slot, or all
-    void jwt_cache_delete_gen(std::optional<uint32_t> gen);
+    // deletes the entries of one slot, or all, from a map keyed by
+    // l7_jwt_key (the verified-token cache, the HS verifier's headers)
+    void jwt_delete_gen(const ::bpf_map* map, std::optional<uint32_t> gen);
     // The sum over CPUs of entry `key` of a per-CPU __u64 array (`per`:
     // ncpus_ values of scratch); nullopt when it cannot be read.
     std::optional<uint64_t> percpu_sum(int fd, uint32_t key, std::vector<uint64_t>& per) const;
@@ -344,8 +345,6 @@ private:
     int ncpus_ = 1;
     bool adopted_ = false;
     bool kfuncs_ = false;
-
-    void jwt_headers_delete_gen(uint32_t gen);
 };
 
 }  // namespace l7fast::dataplane

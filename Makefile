@@ -46,7 +46,7 @@ test-unit: build
 test-e2e: build
 	scripts/run-tests.sh e2e
 
-test-kmod:
+test-kmod: build
 	scripts/kmod/run-matrix.sh
 
 test-system: build

@@ -13,6 +13,7 @@
 #include <random>
 #include <sstream>
 
+#include "auth/JwtKernel.hpp"
 #include "common/Capabilities.hpp"
 #include "common/Clock.hpp"
 #include "common/FdStore.hpp"
@@ -346,20 +347,8 @@ std::string Daemon::kernel_answer_reason(uint64_t what) const
     }
     case L7_ANS_NO_TOKEN:
         return proxy::verdict_reason(Kind::JwtMissing, auth::Reason::Missing, {});
-    case L7_ANS_BAD_TOKEN: {
-        auth::Reason r = auth::Reason::Malformed;
-        switch ((what >> 8) & 0xff) {
-        case L7_ANS_DETAIL_TOO_LARGE: r = auth::Reason::TooLarge; break;
-        case L7_ANS_DETAIL_BAD_SIGNATURE: r = auth::Reason::BadSignature; break;
-        case L7_ANS_DETAIL_EXPIRED: r = auth::Reason::Expired; break;
-        case L7_ANS_DETAIL_NOT_YET_VALID: r = auth::Reason::NotYetValid; break;
-        case L7_ANS_DETAIL_BAD_ISSUER: r = auth::Reason::BadIssuer; break;
-        case L7_ANS_DETAIL_BAD_AUDIENCE: r = auth::Reason::BadAudience; break;
-        case L7_ANS_DETAIL_MISSING_EXP: r = auth::Reason::MissingExp; break;
-        default: break;
-        }
-        return proxy::verdict_reason(Kind::JwtInvalid, r, {});
-    }
+    case L7_ANS_BAD_TOKEN:
+        return proxy::verdict_reason(Kind::JwtInvalid, auth::kernel_refusal_reason((what >> 8) & 0xff), {});
     case L7_ANS_LIMITED:
         return proxy::verdict_reason(Kind::RateLimited, auth::Reason::Ok, {});
     }

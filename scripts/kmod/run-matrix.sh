@@ -14,6 +14,8 @@
 #     L7F_KMOD_CACHE     download cache         (default <top>/build/cache/kmod)
 #     L7F_KMOD_TIMEOUT   seconds per guest boot (default 420)
 #     L7F_KMOD_NO_APT=1  skip apt-get update/install (offline re-runs)
+#     L7F_KERNEL_TESTS   the tests that need the module (default
+#                        <top>/build/tests/l7fast_kernel_tests: make build)
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 L7F_LOG_PREFIX=kmod
@@ -23,6 +25,7 @@ BUILD=${L7F_KMOD_BUILD:-$TOP/build/kmod}
 CACHE=${L7F_KMOD_CACHE:-$TOP/build/cache/kmod}
 KERNELS=${L7F_KMOD_KERNELS:-"6.1 6.12"}
 TIMEOUT=${L7F_KMOD_TIMEOUT:-420}
+KERNEL_TESTS=${L7F_KERNEL_TESTS:-$TOP/build/tests/l7fast_kernel_tests}
 BACKPORTS_LIST=/etc/apt/sources.list.d/l7fast-bookworm-backports.sources
 
 # Tools the harness needs; all from bookworm main.
@@ -188,6 +191,22 @@ build_tests() {
 	"$BUILD/test/purebpf_test" >"$BUILD/purebpf-host.log" 2>&1 ||
 		{ cat "$BUILD/purebpf-host.log" >&2; die "pure-BPF reference code fails natively"; }
 	log "host: $(tail -n 1 "$BUILD/purebpf-host.log")"
+	[ -x "$KERNEL_TESTS" ] ||
+		die "no $KERNEL_TESTS: build the tree first (make build; make test-kmod does)"
+}
+
+# Copies dynamically linked program $1 to $2 inside initramfs stage $3,
+# without its debug info, with the shared libraries it loads (at the
+# paths the dynamic loader looks them up).
+stage_program() {
+	local prog=$1 dest=$2 stage=$3 lib
+	mkdir -p "$(dirname "$stage$dest")"
+	strip --strip-debug -o "$stage$dest" "$prog"
+	for lib in $(ldd "$prog" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do
+		[ -e "$stage$lib" ] && continue
+		mkdir -p "$(dirname "$stage$lib")"
+		cp -L "$lib" "$stage$lib"
+	done
 }
 
 build_initramfs() {
@@ -197,6 +216,7 @@ build_initramfs() {
 	cp /bin/busybox "$stage/bin/busybox"
 	cp "$BUILD/test/kfunc_test" "$stage/bin/kfunc_test"
 	cp "$BUILD/test/dataplane_load" "$stage/bin/dataplane_load"
+	stage_program "$KERNEL_TESTS" /bin/l7fast_kernel_tests "$stage"
 	install -m755 "$TOP/tests/kmod/guest-init.sh" "$stage/init"
 	mods=$stage/lib/modules/$K_ABI
 	mkdir -p "$mods/extra"
@@ -232,7 +252,7 @@ judge() {
 	grep -q '^L7F-GUEST-DONE' "$log.txt" || { log "$abi: guest did not finish"; bad=1; }
 	[ -n "$summary" ] || { log "$abi: no test summary"; bad=1; }
 	grep -q '^L7F-TEST: FAIL' "$log.txt" && bad=1
-	for need in insmod dataplane-kfuncs dataplane-plain rmmod rmmod-gone dmesg-clean; do
+	for need in insmod dataplane-kfuncs dataplane-plain kernel-tests rmmod rmmod-gone dmesg-clean; do
 		grep -q "^L7F-TEST: PASS guest/$need\(:\|\$\)" "$log.txt" ||
 			{ log "$abi: missing PASS guest/$need"; bad=1; }
 	done

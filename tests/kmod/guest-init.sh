@@ -28,6 +28,15 @@ if modprobe l7fast; then
 	rc=$?
 	[ "$rc" = 0 ] || res FAIL kfunc_test "exit status $rc"
 	/bin/dataplane_load || res FAIL dataplane_load "exit status $?"
+	# the data plane's decision with the module's kfuncs against the
+	# reference (tests/kernel): its tallies and figures as info lines
+	if /bin/l7fast_kernel_tests >/tmp/kernel-tests.log 2>&1; then
+		res PASS kernel-tests "$(grep -c '^\[       OK \]' /tmp/kernel-tests.log) tests"
+	else
+		res FAIL kernel-tests "exit status $? (its failures below)"
+		grep -E -A6 'Failure|^\[  FAILED' /tmp/kernel-tests.log | head -n 80 | sed 's/^/L7F-INFO: kernel-tests: /'
+	fi
+	grep -E '^  |^L7F-INFO' /tmp/kernel-tests.log | sed 's/^L7F-INFO: //; s/^ */L7F-INFO: kernel-tests: /'
 	# Programs and maps are freed after an RCU grace period / in a
 	# workqueue, and each program holds a module reference until then.
 	n=0

@@ -33,11 +33,12 @@ constexpr uint32_t kDecisionAnswer = 2;  // L7_D_ANSWER
 
 void BpfDecider::SkelDeleter::operator()(::decide_harness_bpf* s) const noexcept { decide_harness_bpf__destroy(s); }
 
-BpfDecider::BpfDecider(bool weak_hash) : skel_(decide_harness_bpf__open())
+BpfDecider::BpfDecider(const Options& options) : skel_(decide_harness_bpf__open())
 {
     if (!skel_)
         throw std::runtime_error("opening the decision harness: " + errstr(errno));
-    skel_->rodata->weak_hash = weak_hash ? 1 : 0;
+    skel_->rodata->weak_hash = options.weak_hash ? 1 : 0;
+    skel_->rodata->cfg_kfuncs = options.kfuncs ? 1 : 0;
     // the maps are the harness's own: none is pinned (l7_maps.h pins by
     // name, under the daemon's root; libbpf's default root is /sys/fs/bpf)
     bpf_map* map;
@@ -48,7 +49,8 @@ BpfDecider::BpfDecider(bool weak_hash) : skel_(decide_harness_bpf__open())
     // scratch entries per possible CPU, as the daemon sizes them
     bpf_map__set_max_entries(skel_->maps.l7_scratch, static_cast<uint32_t>(ncpus) * L7_SCRATCH_SLOTS);
     if (const int err = decide_harness_bpf__load(skel_.get()); err != 0)
-        throw std::runtime_error("loading the decision harness (root and BPF needed): " + errstr(err));
+        throw std::runtime_error(std::string("loading the decision harness (root and BPF needed") +
+                                 (options.kfuncs ? ", and l7fast.ko's kfuncs" : "") + "): " + errstr(err));
     prog_fd_ = bpf_program__fd(skel_->progs.decide);
     tables_ = dataplane::TableWriter(dataplane::TableMaps::of(skel_->obj));
 }
@@ -93,6 +95,32 @@ void BpfDecider::install(const policy::CompiledTables& t)
     dataplane::update_or_throw(cfd, &zero, &cfg, "l7_config");
     active_gen_ = gen;
     n_clusters_ = static_cast<uint32_t>(t.clusters.size());
+    seed_ = t.meta.seed;
+}
+
+void BpfDecider::set_key_epoch(uint32_t epoch)
+{
+    const int cfd = bpf_map__fd(skel_->maps.l7_config);
+    uint32_t zero = 0;
+    l7_config cfg{};
+    if (bpf_map_lookup_elem(cfd, &zero, &cfg) != 0)
+        throw std::runtime_error("reading l7_config: " + errstr(errno));
+    cfg.key_epoch = epoch;
+    dataplane::update_or_throw(cfd, &zero, &cfg, "l7_config");
+}
+
+size_t BpfDecider::set_jwt_headers(uint32_t epoch, const std::vector<dataplane::JwtHeaderEntry>& headers)
+{
+    return tables_.write_jwt_headers(active_gen_, seed_, epoch, headers);
+}
+
+std::pair<uint64_t, uint64_t> BpfDecider::run_stats() const
+{
+    bpf_prog_info info{};
+    uint32_t len = sizeof(info);
+    if (bpf_obj_get_info_by_fd(prog_fd_, &info, &len) != 0)
+        throw std::runtime_error("reading the decision program's info: " + errstr(errno));
+    return {info.run_cnt, info.run_time_ns};
 }
 
 Decision BpfDecider::decide(std::string_view request, uint32_t listener, const std::array<Pick, kPicks>& picks)
@@ -104,6 +132,7 @@ Decision BpfDecider::decide(std::string_view request, uint32_t listener, const s
     bss->args.len = static_cast<__u32>(len);
     bss->args.listener = listener;
     bss->args.n_clusters = n_clusters_;
+    bss->args.now_ns = now_ns_;
     for (int i = 0; i < kPicks; i++) {
         bss->args.rr[i] = picks[i].rr;
         bss->args.random[2 * i] = picks[i].random[0];
@@ -128,6 +157,7 @@ Decision BpfDecider::decide(std::string_view request, uint32_t listener, const s
         d.verdict = Verdict::Unauthorized;
         d.token_presented = o.answer == L7_ANS_BAD_TOKEN;
         d.response = o.resp % L7_MAX_RESPONSES;
+        d.detail = o.detail;
     } else if ((o.kind == kDecisionAnswer && o.answer == L7_ANS_LIMITED) || o.reason == L7_R_RATE_LIMITED) {
         d.verdict = Verdict::RateLimited;
         d.answered = o.kind == kDecisionAnswer;

@@ -1,6 +1,7 @@
 // The data plane's request decision run by the kernel, for the differential
 // tests (tests/unit/compiler_differential_test.cpp, tests/fuzz/
-// fuzz_match_diff.cpp): bpf/lib/decide.h compiled into a
+// fuzz_match_diff.cpp, tests/kernel/jwt_verify_kernel_test.cpp):
+// bpf/lib/decide.h compiled into a
 // BPF_PROG_TYPE_SYSCALL harness (tests/support/bpf/decide_harness.bpf.c),
 // over maps the daemon's own table writer fills (dataplane/Tables.cpp, the
 // code Dataplane::stage runs). Needs root and BPF.
@@ -11,6 +12,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "dataplane/Tables.hpp"
 #include "compiler/PolicyCompiler.hpp"
@@ -45,6 +48,7 @@ struct Decision {
     // the installed CompiledTables::responses
     bool token_presented = false;
     uint32_t response = 0;  // also RateLimited's 429, when answered
+    uint32_t detail = 0;    // a token refused: L7_ANS_DETAIL_* (auth::kernel_refusal_reason)
 };
 
 // The inputs the harness takes from the test instead of the kernel, per
@@ -58,11 +62,19 @@ struct Pick {
 
 class BpfDecider {
 public:
+    struct Options {
+        // string conditions hashed by the tests' colliding hash (the
+        // compiler must be given the same: CompileOptions::string_hash =
+        // weak_string_hash)
+        bool weak_hash = false;
+        // the HS verifier calls l7fast.ko's kfuncs (cfg_kfuncs): the module
+        // must be loaded, on a kernel that lets syscall programs call them
+        bool kfuncs = false;
+    };
     // Loads the harness; throws std::runtime_error saying why it cannot
-    // (not root, no BPF, the verifier's refusal). `weak_hash`: string
-    // conditions hashed by the tests' colliding hash (the compiler must be
-    // given the same: CompileOptions::string_hash = weak_string_hash).
-    explicit BpfDecider(bool weak_hash = false);
+    // (not root, no BPF, the verifier's refusal).
+    BpfDecider() : BpfDecider(Options{}) {}
+    explicit BpfDecider(const Options& options);
     ~BpfDecider();
     BpfDecider(const BpfDecider&) = delete;
     BpfDecider& operator=(const BpfDecider&) = delete;
@@ -82,6 +94,19 @@ public:
     // client of listener `listener`.
     Decision decide(std::string_view request, uint32_t listener, const std::array<Pick, kPicks>& picks);
 
+    // What bpf_ktime_get_boot_ns() returns to the following decisions (the
+    // HS verifier's clock is it plus l7_config.wall_off_ns, 0 here); 0: the
+    // kernel's own clock.
+    void set_clock(uint64_t boot_ns) { now_ns_ = boot_ns; }
+    // l7_config.key_epoch, and the HS verifier's header entries of the
+    // active generation (dataplane::TableWriter::write_jwt_headers, as
+    // Dataplane::set_jwt_headers writes them); returns the number written.
+    void set_key_epoch(uint32_t epoch);
+    size_t set_jwt_headers(uint32_t epoch, const std::vector<dataplane::JwtHeaderEntry>& headers);
+    // The decision program's run count and total run time in ns, as the
+    // kernel accounts them with kernel.bpf_stats_enabled=1.
+    std::pair<uint64_t, uint64_t> run_stats() const;
+
     // The harness's rate-limit bucket `id` (l7_buckets; bpf/include/l7_bucket.h).
     uint64_t bucket(uint32_t id) const;
     void set_bucket(uint32_t id, uint64_t mark);
@@ -95,6 +120,8 @@ private:
     dataplane::TableWriter tables_;
     uint32_t active_gen_ = 0;
     uint32_t n_clusters_ = 0;
+    uint64_t seed_ = 0;  // the active generation's string seed
+    uint64_t now_ns_ = 0;
 };
 
 }  // namespace l7fast::testing

@@ -1,5 +1,7 @@
-// An HS256 JWT over a JSON payload, for tests that need a token the
-// policy's key verifies (the header is {"alg":"HS256","typ":"JWT"}).
+// HMAC-signed JWTs for tests that need a token a policy's key verifies:
+// hs_token signs any header and payload (JSON text, encoded as given) with
+// HS256, HS384 or HS512; hs256_token uses the header
+// {"alg":"HS256","typ":"JWT"}.
 #pragma once
 
 #include <openssl/evp.h>
@@ -11,16 +13,22 @@
 
 namespace l7fast::test_support {
 
-inline std::string hs256_token(const std::string& payload_json, const std::string& secret)
+// `digest`: "SHA256", "SHA384" or "SHA512".
+inline std::string hs_token(const std::string& header_json, const std::string& payload_json, const char* digest,
+                            const std::string& secret)
 {
-    const std::string input = auth::base64url_encode(R"({"alg":"HS256","typ":"JWT"})") + "." +
-                              auth::base64url_encode(payload_json);
+    const std::string input = auth::base64url_encode(header_json) + "." + auth::base64url_encode(payload_json);
     unsigned char mac[64];
     size_t n = 0;
-    if (!EVP_Q_mac(nullptr, "HMAC", nullptr, "SHA256", nullptr, secret.data(), secret.size(),
+    if (!EVP_Q_mac(nullptr, "HMAC", nullptr, digest, nullptr, secret.data(), secret.size(),
                    reinterpret_cast<const unsigned char*>(input.data()), input.size(), mac, sizeof(mac), &n))
-        throw std::runtime_error("HMAC-SHA256 failed");
+        throw std::runtime_error(std::string("HMAC-") + digest + " failed");
     return input + "." + auth::base64url_encode(std::string_view(reinterpret_cast<char*>(mac), n));
+}
+
+inline std::string hs256_token(const std::string& payload_json, const std::string& secret)
+{
+    return hs_token(R"({"alg":"HS256","typ":"JWT"})", payload_json, "SHA256", secret);
 }
 
 }  // namespace l7fast::test_support

@@ -19,6 +19,9 @@ struct dh_args {
 	__u64 rr[DH_PICKS]; /* that counter's value for pick i */
 	/* what bpf_get_prandom_u32() returns in pick i: random[2i], then random[2i+1] */
 	__u32 random[2 * DH_PICKS];
+	/* what bpf_ktime_get_boot_ns() returns (the JWT cache's deadlines, the
+	 * HS verifier's clock); 0: the kernel's own */
+	__u64 now_ns;
 };
 
 struct dh_out {
@@ -32,6 +35,8 @@ struct dh_out {
 	__u32 pool[DH_PICKS]; /* pool of pick i; 0xffffffff: none */
 	__u32 answer;      /* an answer (kind L7_D_ANSWER): enum l7_answer_kind */
 	__u32 resp;        /* and its key in l7_responses */
+	__u32 detail;      /* L7_ANS_BAD_TOKEN: L7_ANS_DETAIL_* */
+	__u32 pad;
 };
 
 #endif

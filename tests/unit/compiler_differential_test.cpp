@@ -545,7 +545,7 @@ void run(const char* label, uint64_t seed, size_t policies, size_t requests, Gen
 {
     if (geteuid() != 0)
         GTEST_SKIP() << "runs the data plane's decision in the kernel: needs root";
-    BpfDecider kernel(weak_hash);
+    BpfDecider kernel({.weak_hash = weak_hash});
     CompileOptions options;
     if (weak_hash)
         options.string_hash = BpfDecider::weak_string_hash;

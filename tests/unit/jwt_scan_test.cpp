@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "auth/Jwt.hpp"
+#include "auth/JwtKernel.hpp"
 #include "compiler/PolicyCompiler.hpp"
 #include "l7_jwtscan.h"
 #include "support/Hs256.hpp"
@@ -60,15 +61,9 @@ Fixture make_fixture(std::optional<std::string> issuer, std::vector<std::string>
 
 auth::Reason reason_of(uint32_t detail)
 {
-    switch (detail) {
-    case L7_ANS_DETAIL_MISSING_EXP: return auth::Reason::MissingExp;
-    case L7_ANS_DETAIL_EXPIRED: return auth::Reason::Expired;
-    case L7_ANS_DETAIL_NOT_YET_VALID: return auth::Reason::NotYetValid;
-    case L7_ANS_DETAIL_BAD_ISSUER: return auth::Reason::BadIssuer;
-    case L7_ANS_DETAIL_BAD_AUDIENCE: return auth::Reason::BadAudience;
-    }
-    ADD_FAILURE() << "detail " << detail << " is not one of the scan's";
-    return auth::Reason::Ok;
+    if (detail < L7_ANS_DETAIL_EXPIRED || detail > L7_ANS_DETAIL_MISSING_EXP)
+        ADD_FAILURE() << "detail " << detail << " is not one of the scan's";
+    return auth::kernel_refusal_reason(detail);
 }
 
 struct Outcome {

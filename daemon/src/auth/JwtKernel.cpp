@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "auth/Base64Url.hpp"
+#include "l7fast_abi.h"
 
 namespace l7fast::auth {
 
@@ -43,6 +44,20 @@ std::vector<std::string> kernel_header_segments(const Verifier& verifier, Alg al
         } while (std::next_permutation(members.begin(), members.end()));
     }
     return out;
+}
+
+Reason kernel_refusal_reason(uint32_t detail)
+{
+    switch (detail) {
+    case L7_ANS_DETAIL_TOO_LARGE: return Reason::TooLarge;
+    case L7_ANS_DETAIL_BAD_SIGNATURE: return Reason::BadSignature;
+    case L7_ANS_DETAIL_EXPIRED: return Reason::Expired;
+    case L7_ANS_DETAIL_NOT_YET_VALID: return Reason::NotYetValid;
+    case L7_ANS_DETAIL_BAD_ISSUER: return Reason::BadIssuer;
+    case L7_ANS_DETAIL_BAD_AUDIENCE: return Reason::BadAudience;
+    case L7_ANS_DETAIL_MISSING_EXP: return Reason::MissingExp;
+    default: return Reason::Malformed;
+    }
 }
 
 }  // namespace l7fast::auth

@@ -21,4 +21,9 @@ namespace l7fast::auth {
 // take `alg`.
 std::vector<std::string> kernel_header_segments(const Verifier& verifier, Alg alg, std::string_view kid);
 
+// The reason of a 401 the kernel sent for a token it refused: its
+// L7_ANS_DETAIL_* (l7fast_abi.h; the answer event's second byte, the
+// harness's out.detail). An unknown detail is Malformed.
+Reason kernel_refusal_reason(uint32_t detail);
+
 }  // namespace l7fast::auth

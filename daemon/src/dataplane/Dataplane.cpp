@@ -14,7 +14,6 @@
 #include <filesystem>
 #include <mutex>
 
-#include "common/KernelHash.hpp"
 #include "common/Log.hpp"
 #include "dataplane/MapIo.hpp"
 #include "dataplane/TestFault.hpp"
@@ -590,10 +589,7 @@ void Dataplane::activate(uint32_t gen, uint64_t policy_generation)
 
 void Dataplane::jwt_delete_gen(const ::bpf_map* map, std::optional<uint32_t> gen)
 {
-    const int fd = bpf_map__fd(map);
-    for (const auto& k : map_keys<l7_jwt_key>(fd))
-        if ((!gen || k.gen == *gen) && bpf_map_delete_elem(fd, &k) != 0 && errno != ENOENT)
-            throw DataplaneError(std::string("deleting from ") + bpf_map__name(map) + ": " + errstr(errno));
+    TableWriter::delete_jwt_gen(bpf_map__fd(map), bpf_map__name(map), gen);
 }
 
 std::optional<Dataplane::JwtCacheTarget> Dataplane::jwt_cache_target(uint64_t policy_generation,
@@ -633,34 +629,7 @@ size_t Dataplane::set_jwt_headers(uint64_t policy_generation, uint32_t epoch,
         gen++;
     if (gen == L7_GENS)
         return 0;
-    jwt_delete_gen(skel_->maps.l7_jwt_headers, gen);
-    const int fd = bpf_map__fd(skel_->maps.l7_jwt_headers);
-    size_t written = 0;
-    for (const JwtHeaderEntry& h : headers) {
-        if (h.segment.empty() || h.segment.size() > L7_JWT_MAX_HDR || h.key_ids.empty() ||
-            h.key_ids.size() > L7_JWT_HDR_KEYS || h.provider >= L7_MAX_JWT_PROVIDERS ||
-            (h.mac_len != 32 && h.mac_len != 48 && h.mac_len != 64))
-            continue;
-        l7_jwt_key k{};
-        k.hash = policy::kernel::match_hash(config_.meta[gen].seed, h.segment, false);
-        k.gen = static_cast<__u16>(gen);
-        k.provider = static_cast<__u16>(h.provider);
-        k.len = static_cast<__u32>(h.segment.size());
-        l7_jwt_hdr v{};
-        v.epoch = epoch;
-        v.len = static_cast<__u16>(h.segment.size());
-        v.mac_len = h.mac_len;
-        v.n_keys = static_cast<__u8>(h.key_ids.size());
-        for (size_t i = 0; i < h.key_ids.size(); i++)
-            v.key_id[i] = h.key_ids[i];
-        std::memcpy(v.seg, h.segment.data(), h.segment.size());
-        if (bpf_map_update_elem(fd, &k, &v, BPF_ANY) == 0)
-            written++;
-        else
-            log::warning("l7_jwt_headers: cannot add a header of JWT provider ", h.provider, ": ", errstr(errno),
-                         " (its tokens go to user space)");
-    }
-    return written;
+    return tables_.write_jwt_headers(gen, config_.meta[gen].seed, epoch, headers);
 }
 
 size_t Dataplane::jwt_header_entries() const

@@ -52,14 +52,6 @@ struct DataplaneOptions {
     bool kfuncs = false;
 };
 
-// A JWS header segment the kernel's HS verifier recognises (l7_jwt_hdr).
-struct JwtHeaderEntry {
-    uint32_t provider = 0;
-    std::string segment;            // base64url, as a token carries it
-    uint8_t mac_len = 0;            // 32, 48, 64
-    std::vector<uint32_t> key_ids;  // l7fast.ko key ids: every key of the header's kid and alg
-};
-
 // A BPF_F_MMAPABLE array map (l7_slot_state 256 KiB, l7_pools 46 KiB,
 // l7_conn_sync 2 MiB), shared with the kernel for the daemon's life. The
 // kernel maps every page of a BPF mmap at once (remap_vmalloc_range), so a

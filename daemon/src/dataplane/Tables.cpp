@@ -3,9 +3,12 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include <cerrno>
 #include <cstring>
 #include <string>
 
+#include "common/KernelHash.hpp"
+#include "common/Log.hpp"
 #include "dataplane/MapIo.hpp"
 #include "compiler/PolicyCompiler.hpp"
 
@@ -30,7 +33,48 @@ TableMaps TableMaps::of(const ::bpf_object* obj)
     m.endpoints = fd("l7_endpoints");
     m.listeners = fd("l7_listeners");
     m.jwt_providers = fd("l7_jwt_providers");
+    m.jwt_headers = fd("l7_jwt_headers");
     return m;
+}
+
+void TableWriter::delete_jwt_gen(int fd, const char* name, std::optional<uint32_t> gen)
+{
+    for (const auto& k : map_keys<l7_jwt_key>(fd))
+        if ((!gen || k.gen == *gen) && bpf_map_delete_elem(fd, &k) != 0 && errno != ENOENT)
+            throw DataplaneError(std::string("deleting from ") + name + ": " + errstr(errno));
+}
+
+size_t TableWriter::write_jwt_headers(uint32_t gen, uint64_t seed, uint32_t epoch,
+                                      const std::vector<JwtHeaderEntry>& headers)
+{
+    gen &= 1;
+    delete_jwt_gen(maps_.jwt_headers, "l7_jwt_headers", gen);
+    size_t written = 0;
+    for (const JwtHeaderEntry& h : headers) {
+        if (h.segment.empty() || h.segment.size() > L7_JWT_MAX_HDR || h.key_ids.empty() ||
+            h.key_ids.size() > L7_JWT_HDR_KEYS || h.provider >= L7_MAX_JWT_PROVIDERS ||
+            (h.mac_len != 32 && h.mac_len != 48 && h.mac_len != 64))
+            continue;
+        l7_jwt_key k{};
+        k.hash = policy::kernel::match_hash(seed, h.segment, false);
+        k.gen = static_cast<__u16>(gen);
+        k.provider = static_cast<__u16>(h.provider);
+        k.len = static_cast<__u32>(h.segment.size());
+        l7_jwt_hdr v{};
+        v.epoch = epoch;
+        v.len = static_cast<__u16>(h.segment.size());
+        v.mac_len = h.mac_len;
+        v.n_keys = static_cast<__u8>(h.key_ids.size());
+        for (size_t i = 0; i < h.key_ids.size(); i++)
+            v.key_id[i] = h.key_ids[i];
+        std::memcpy(v.seg, h.segment.data(), h.segment.size());
+        if (bpf_map_update_elem(maps_.jwt_headers, &k, &v, BPF_ANY) == 0)
+            written++;
+        else
+            log::warning("l7_jwt_headers: cannot add a header of JWT provider ", h.provider, ": ", errstr(errno),
+                         " (its tokens go to user space)");
+    }
+    return written;
 }
 
 void TableWriter::adopt_strings()

@@ -8,7 +8,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "dataplane/Abi.hpp"
@@ -24,11 +26,19 @@ namespace l7fast::dataplane {
 // The descriptors of the maps a TableWriter writes.
 struct TableMaps {
     int bitmaps = -1, match = -1, routes = -1, mutations = -1, responses = -1, lb_tables = -1, clusters = -1, endpoints = -1,
-        listeners = -1, jwt_providers = -1;
+        listeners = -1, jwt_providers = -1, jwt_headers = -1;
 
     // The maps of a loaded object, by name; throws DataplaneError when one
     // is missing.
     static TableMaps of(const ::bpf_object* obj);
+};
+
+// A JWS header segment the kernel's HS verifier recognises (l7_jwt_hdr).
+struct JwtHeaderEntry {
+    uint32_t provider = 0;
+    std::string segment;            // base64url, as a token carries it
+    uint8_t mac_len = 0;            // 32, 48, 64
+    std::vector<uint32_t> key_ids;  // l7fast.ko key ids: every key of the header's kid and alg
 };
 
 class TableWriter {
@@ -40,6 +50,16 @@ public:
     // using. Listener ids in `t` (policy order) become the stable ids in
     // `listener_ids`. Throws DataplaneError.
     void write(const policy::CompiledTables& t, std::span<const uint32_t> listener_ids, uint32_t gen);
+    // Replaces generation `gen`'s entries of l7_jwt_headers with `headers`,
+    // of key epoch `epoch`, keyed by the generation's string seed. Returns
+    // the number written: a malformed entry (a segment over L7_JWT_MAX_HDR,
+    // no key or too many, a MAC length other than 32, 48, 64) or one the
+    // map refuses is left out (its tokens go to user space), with a warning
+    // for the latter. Throws DataplaneError when the old entries cannot go.
+    size_t write_jwt_headers(uint32_t gen, uint64_t seed, uint32_t epoch, const std::vector<JwtHeaderEntry>& headers);
+    // Deletes the entries of generation `gen` (every one: nullopt) from a
+    // map keyed by l7_jwt_key (l7_jwt_cache, l7_jwt_headers).
+    static void delete_jwt_gen(int fd, const char* name, std::optional<uint32_t> gen);
     // The l7_match keys already in the map (a previous daemon's, adopted),
     // so that the next write of their generation deletes them.
     void adopt_strings();

@@ -15,7 +15,6 @@
 #include "common/FdStore.hpp"
 #include "auth/Jwt.hpp"
 #include "auth/JwtCache.hpp"
-#include "auth/JwtKernel.hpp"
 #include "common/Log.hpp"
 #include "dataplane/Dataplane.hpp"
 #include "loader/PolicyLoader.hpp"
@@ -588,88 +587,32 @@ void ProxyServer::sync_module_keys()
 {
     if (!module_keys_ || !module_keys_->available() || !rt_)
         return;
-    std::vector<dataplane::ModuleKey> keys;
-    std::vector<auth::Alg> algs;  // per key
-    for (size_t p = 0; p < rt_->verifiers.size(); p++) {
-        const auto& v = rt_->verifiers[p];
-        if (!v)
-            continue;
-        for (const auto* k : v->keys()) {
-            uint32_t alg;
-            switch (k->alg()) {
-            case auth::Alg::HS256:
-                alg = L7FAST_ALG_HS256;
-                break;
-            case auth::Alg::HS384:
-                alg = L7FAST_ALG_HS384;
-                break;
-            case auth::Alg::HS512:
-                alg = L7FAST_ALG_HS512;
-                break;
-            default:
-                continue;
-            }
-            // a key of an algorithm the provider does not accept verifies nothing
-            if (v->allows(k->alg())) {
-                keys.push_back({static_cast<uint32_t>(p), k->kid(), alg, std::string(k->hmac_secret())});
-                algs.push_back(k->alg());
-            }
-        }
-    }
+    const ModuleKeySet set = module_keys_of(rt_->verifiers);
     const bool kernel = dp_ && dp_->kfuncs();
-    module_keys_->install(keys, [this, kernel](uint32_t epoch) {
+    module_keys_->install(set.keys, [this, kernel](uint32_t epoch) {
         if (kernel)
             dp_->set_key_epoch(epoch);
     });
     if (kernel)
-        write_jwt_headers(keys, algs);
-    dataplane::wipe(keys);
+        write_jwt_headers(set);
 }
 
-void ProxyServer::write_jwt_headers(const std::vector<dataplane::ModuleKey>& keys, const std::vector<auth::Alg>& algs)
+void ProxyServer::write_jwt_headers(const ModuleKeySet& set)
 {
-    // the kernel verifies a (provider, kid, alg) group only when the module
-    // holds every key of it: the reference tries them all
-    const auto& ids = module_keys_->ids();
-    std::vector<bool> done(keys.size(), false);
-    std::vector<dataplane::JwtHeaderEntry> entries;
-    size_t groups = 0, skipped = 0;
     // a failed install left the previous keys in: no entry names them
-    const bool held = module_keys_->holds(keys);
-    if (!held)
+    if (!module_keys_->holds(set.keys))
         log::warning("kernel JWT verification: l7fast.ko does not hold the policy's HMAC keys (",
                      module_keys_->error(), "); HS tokens are verified in user space");
-    for (size_t i = 0; held && i < keys.size(); i++) {
-        if (done[i])
-            continue;
-        std::vector<uint32_t> group_ids;
-        bool whole = true;
-        for (size_t j = i; j < keys.size(); j++) {
-            if (done[j] || keys[j].provider != keys[i].provider || keys[j].kid != keys[i].kid || algs[j] != algs[i])
-                continue;
-            done[j] = true;
-            if (j >= ids.size() || ids[j] < 0)
-                whole = false;
-            else
-                group_ids.push_back(static_cast<uint32_t>(ids[j]));
-        }
-        const auto& v = rt_->verifiers.at(keys[i].provider);
-        if (!whole || group_ids.size() > L7_JWT_HDR_KEYS || !v) {
-            skipped++;
-            continue;
-        }
-        const uint8_t mac_len = algs[i] == auth::Alg::HS256 ? 32 : algs[i] == auth::Alg::HS384 ? 48 : 64;
-        groups++;
-        for (std::string& seg : auth::kernel_header_segments(*v, algs[i], keys[i].kid))
-            entries.push_back({keys[i].provider, std::move(seg), mac_len, group_ids});
-    }
-    const size_t written = dp_->set_jwt_headers(rt_->generation, module_keys_->epoch(), entries);
-    log::info("kernel JWT verification: ", written, " header forms of ", groups, " HMAC key group",
-              groups == 1 ? "" : "s", " (key epoch ", module_keys_->epoch(), ")",
-              skipped ? "; " + std::to_string(skipped) +
-                            " groups stay in user space (a key the module lacks, or more than " +
-                            std::to_string(L7_JWT_HDR_KEYS) + " keys with one kid)"
-                      : std::string());
+    const KernelHeaders h = module_keys_->holds(set.keys)
+                                ? kernel_header_entries(set, module_keys_->ids(), rt_->verifiers)
+                                : KernelHeaders{};
+    const size_t written = dp_->set_jwt_headers(rt_->generation, module_keys_->epoch(), h.entries);
+    log::info("kernel JWT verification: ", written, " header forms of ", h.groups, " HMAC key group",
+              h.groups == 1 ? "" : "s", " (key epoch ", module_keys_->epoch(), ")",
+              h.skipped ? "; " + std::to_string(h.skipped) +
+                              " groups stay in user space (a key the module lacks, or more than " +
+                              std::to_string(L7_JWT_HDR_KEYS) + " keys with one kid)"
+                        : std::string());
 }
 
 void ProxyServer::warn_lost_events()

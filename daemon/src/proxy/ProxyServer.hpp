@@ -28,6 +28,7 @@
 #include "config/Policy.hpp"
 #include "proxy/AccessLog.hpp"
 #include "proxy/ClientSession.hpp"
+#include "proxy/KernelJwt.hpp"
 #include "proxy/UpstreamHealth.hpp"
 #include "proxy/UpstreamPool.hpp"
 
@@ -263,8 +264,8 @@ private:
     // Installs the runtime's JWT HMAC keys in l7fast.ko (module_keys_).
     void sync_module_keys();
     // The header entries of the kernel's HS verifier for the keys just
-    // installed (parallel vectors): Dataplane::set_jwt_headers.
-    void write_jwt_headers(const std::vector<dataplane::ModuleKey>& keys, const std::vector<auth::Alg>& algs);
+    // installed: Dataplane::set_jwt_headers.
+    void write_jwt_headers(const ModuleKeySet& set);
     std::shared_ptr<ClientSession> session_for(uint32_t conn, uint32_t gen);
 
     asio::io_context& io_;

@@ -7,13 +7,15 @@
  * object's own copies of bpf/include/l7_maps.h's, filled by the daemon's
  * own table writer (dataplane/Tables.cpp, what Dataplane::stage runs).
  *
- * Two things come from the test instead of the kernel, so that the slow
+ * Three things come from the test instead of the kernel, so that the slow
  * path's reference can be asked the same question: the random draws
- * (bpf_get_prandom_u32 is redirected to args.random) and the round-robin
- * counters (set to args.rr before each pick). With weak_hash set at load
- * time, string conditions are hashed by the tests' colliding hash (the
- * policy compiler is given the same one), to exercise the exact
- * comparison behind every hash hit.
+ * (bpf_get_prandom_u32 is redirected to args.random), the round-robin
+ * counters (set to args.rr before each pick) and, when args.now_ns is set,
+ * the clock (bpf_ktime_get_boot_ns: the HS verifier's claims). With
+ * weak_hash set at load time, string conditions are hashed by the tests'
+ * colliding hash (the policy compiler is given the same one), to exercise
+ * the exact comparison behind every hash hit. With cfg_kfuncs set (where
+ * l7fast.ko is loaded: tests/kernel), the HS verifier calls its kfuncs.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -35,6 +37,12 @@ static __always_inline __u32 dh_random(void)
 	return args.random[i & (2 * DH_PICKS - 1)];
 }
 #define bpf_get_prandom_u32 dh_random
+
+static __always_inline __u64 dh_now(void)
+{
+	return args.now_ns ? args.now_ns : bpf_ktime_get_boot_ns();
+}
+#define bpf_ktime_get_boot_ns dh_now
 
 /* the tests' colliding hash: len % 3 plus the number of odd bytes
  * (CompilerDifferential's `weak`; lower-casing keeps a byte's parity) */
@@ -119,6 +127,7 @@ int decide(void *ctx)
 	out.reason = s->dec.reason;
 	out.answer = s->dec.answer;
 	out.resp = s->dec.resp;
+	out.detail = s->dec.detail;
 	out.route_key = s->dec.route_key;
 	out.route_flags = s->dec.route_flags;
 	out.pool[0] = s->dec.pool;

@@ -1,0 +1,77 @@
+#include "proxy/KernelJwt.hpp"
+
+#include <string>
+
+#include "auth/JwtKernel.hpp"
+#include "l7fast_abi.h"
+
+namespace l7fast::proxy {
+
+ModuleKeySet module_keys_of(const std::vector<std::shared_ptr<auth::Verifier>>& verifiers)
+{
+    ModuleKeySet set;
+    for (size_t p = 0; p < verifiers.size(); p++) {
+        const auto& v = verifiers[p];
+        if (!v)
+            continue;
+        for (const auto* k : v->keys()) {
+            uint32_t alg;
+            switch (k->alg()) {
+            case auth::Alg::HS256:
+                alg = L7FAST_ALG_HS256;
+                break;
+            case auth::Alg::HS384:
+                alg = L7FAST_ALG_HS384;
+                break;
+            case auth::Alg::HS512:
+                alg = L7FAST_ALG_HS512;
+                break;
+            default:
+                continue;
+            }
+            // a key of an algorithm the provider does not accept verifies nothing
+            if (v->allows(k->alg())) {
+                set.keys.push_back({static_cast<uint32_t>(p), k->kid(), alg, std::string(k->hmac_secret())});
+                set.algs.push_back(k->alg());
+            }
+        }
+    }
+    return set;
+}
+
+KernelHeaders kernel_header_entries(const ModuleKeySet& set, const std::vector<int32_t>& ids,
+                                    const std::vector<std::shared_ptr<auth::Verifier>>& verifiers)
+{
+    const auto& keys = set.keys;
+    KernelHeaders out;
+    std::vector<bool> done(keys.size(), false);
+    for (size_t i = 0; i < keys.size(); i++) {
+        if (done[i])
+            continue;
+        std::vector<uint32_t> group_ids;
+        bool whole = true;
+        for (size_t j = i; j < keys.size(); j++) {
+            if (done[j] || keys[j].provider != keys[i].provider || keys[j].kid != keys[i].kid ||
+                set.algs[j] != set.algs[i])
+                continue;
+            done[j] = true;
+            if (j >= ids.size() || ids[j] < 0)
+                whole = false;
+            else
+                group_ids.push_back(static_cast<uint32_t>(ids[j]));
+        }
+        const auth::Verifier* v = keys[i].provider < verifiers.size() ? verifiers[keys[i].provider].get() : nullptr;
+        if (!whole || group_ids.size() > L7_JWT_HDR_KEYS || !v) {
+            out.skipped++;
+            continue;
+        }
+        const auth::Alg alg = set.algs[i];
+        const uint8_t mac_len = alg == auth::Alg::HS256 ? 32 : alg == auth::Alg::HS384 ? 48 : 64;
+        out.groups++;
+        for (std::string& seg : auth::kernel_header_segments(*v, alg, keys[i].kid))
+            out.entries.push_back({keys[i].provider, std::move(seg), mac_len, group_ids});
+    }
+    return out;
+}
+
+}  // namespace l7fast::proxy

@@ -662,6 +662,35 @@ TEST(CompilerTables, JwtRoutesAreAdmittedFromTheTokenCache)
     EXPECT_EQ(u.jwt_providers[0].max_token, 0);
 }
 
+// Which providers the kernel's HS verifier takes (l7_jwt_provider.flags
+// L7_JP_VERIFY), and why not the others (l7fastctl status).
+TEST(CompilerTables, KernelJwtVerificationPerProvider)
+{
+    Policy p = load(route_block("a", "path_prefix = \"/a\"") + route_block("b", "path_prefix = \"/b\"") +
+                    route_block("c", "path_prefix = \"/c\""));
+    p.jwt_providers.push_back(jwt_provider("hs"));
+    p.jwt_providers.push_back(jwt_provider("off"));
+    p.jwt_providers[1].verify_in_kernel = false;
+    p.jwt_providers.push_back(jwt_provider("rs"));
+    p.jwt_providers[2].algorithms = {"RS256"};
+    p.routes[0].jwt = "hs";
+    p.routes[1].jwt = "off";
+    p.routes[2].jwt = "rs";
+    PoolIds pools;
+    const CompiledTables t = compile_policy(p, pools);
+    ASSERT_EQ(t.jwt_verify_reason.size(), 3u);
+    EXPECT_EQ(t.jwt_verify_reason[0], "");
+    EXPECT_EQ(t.jwt_providers[0].flags & L7_JP_VERIFY, unsigned(L7_JP_VERIFY));
+    // the operator's choice: l7fastd verifies each new token, the cache admits it after that
+    EXPECT_EQ(t.jwt_verify_reason[1], "verify_in_kernel = false");
+    EXPECT_EQ(t.jwt_providers[1].flags & L7_JP_VERIFY, 0u);
+    EXPECT_GT(t.jwt_providers[1].max_token, 0u) << "still admitted from the verified-token cache";
+    EXPECT_EQ(t.jwt_verify_reason[2], "it accepts no HS256/384/512 tokens");
+    EXPECT_EQ(t.jwt_providers[2].flags & L7_JP_VERIFY, 0u);
+    for (int r = 0; r < 3; r++)
+        EXPECT_TRUE(t.placement[r].kernel) << r << ": " << t.placement[r].reason;
+}
+
 TEST(CompilerTables, FeaturesWithoutKernelSupportGoToUserSpace)
 {
     const Policy base = load(route_block("r", "path_prefix = \"/a\""));

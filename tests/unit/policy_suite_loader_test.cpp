@@ -222,8 +222,18 @@ TEST(PolicySuiteLoader, JwtProviderDefaults)
     EXPECT_EQ(j.clock_skew.count(), 60);
     EXPECT_TRUE(j.require_exp);
     EXPECT_EQ(j.max_token_bytes, 4096u);
+    EXPECT_TRUE(j.verify_in_kernel);
     EXPECT_TRUE(j.jwks_file.empty());
     EXPECT_TRUE(j.forward_claims.empty());
+}
+
+TEST(PolicySuiteLoader, JwtProviderVerifiedInUserSpaceOnly)
+{
+    const Policy p = load(std::string("[[jwt_provider]]\nname = \"p\"\nkeys = [ { alg = \"HS256\", "
+                                      "secret_base64url = \"") +
+                          kSecret + "\" } ]\nverify_in_kernel = false\n");
+    ASSERT_EQ(p.jwt_providers.size(), 1u);
+    EXPECT_FALSE(p.jwt_providers[0].verify_in_kernel);
 }
 
 TEST(PolicySuiteLoader, TokenPrefixDependsOnTheHeader)
@@ -694,7 +704,7 @@ const SuiteErrorCase kSuiteErrorCases[] = {
      "]\nissuers = [\"a\"]\n",
      "t.toml:10:1: jwt_provider \"p\".issuers: unknown key (did you mean \"issuer\"?); allowed here: name, "
      "issuer, audiences, algorithms, keys, jwks_file, from, clock_skew_s, require_exp, max_token_bytes, "
-     "forward_claims"},
+     "forward_claims, verify_in_kernel"},
     {"jwt_alg_none", "[[jwt_provider]]\nname = \"p\"\nkeys = [ { alg = \"none\", secret_base64url = "
      "\"AyM1SysPpbyDfgZld3umj1qzKObwVMkoqQ-EstJQLr_T-1qS0gZH75aKtMN3Yj0iPS4hcgUuTwjAzZr1Z9CAow\" } ]\n",
      "t.toml:9:18: jwt_provider \"p\".keys[0].alg: \"none\" is never accepted: unsigned tokens would pass"},
@@ -815,6 +825,10 @@ const SuiteErrorCase kSuiteErrorCases[] = {
      "\"AyM1SysPpbyDfgZld3umj1qzKObwVMkoqQ-EstJQLr_T-1qS0gZH75aKtMN3Yj0iPS4hcgUuTwjAzZr1Z9CAow\" } "
      "]\nrequire_exp = \"yes\"\n",
      "t.toml:10:15: jwt_provider \"p\".require_exp: expected a boolean (true or false), got a string"},
+    {"jwt_verify_in_kernel_string", "[[jwt_provider]]\nname = \"p\"\nkeys = [ { alg = \"HS256\", secret_base64url = "
+     "\"AyM1SysPpbyDfgZld3umj1qzKObwVMkoqQ-EstJQLr_T-1qS0gZH75aKtMN3Yj0iPS4hcgUuTwjAzZr1Z9CAow\" } "
+     "]\nverify_in_kernel = \"no\"\n",
+     "t.toml:10:20: jwt_provider \"p\".verify_in_kernel: expected a boolean (true or false), got a string"},
     {"jwt_forward_reserved", "[[jwt_provider]]\nname = \"p\"\nkeys = [ { alg = \"HS256\", secret_base64url = "
      "\"AyM1SysPpbyDfgZld3umj1qzKObwVMkoqQ-EstJQLr_T-1qS0gZH75aKtMN3Yj0iPS4hcgUuTwjAzZr1Z9CAow\" } "
      "]\nforward_claims = [ { claim = \"sub\", header = \"Content-Length\" } ]\n",

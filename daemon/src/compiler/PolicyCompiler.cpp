@@ -1085,6 +1085,8 @@ l7_method kernel_method_class(std::string_view method)
 
 std::string kernel_jwt_verify(const JwtProvider& jp, l7_jwt_provider& out)
 {
+    if (!jp.verify_in_kernel)
+        return "verify_in_kernel = false";
     bool hmac = false;
     for (const std::string& a : jp.algorithms)
         hmac = hmac || a == "HS256" || a == "HS384" || a == "HS512";

@@ -266,6 +266,10 @@ struct JwtProvider {
     std::chrono::seconds clock_skew{60};   // leeway for exp and nbf
     bool require_exp = true;
     uint32_t max_token_bytes = 4096;       // longer tokens are rejected (401)
+    // false: l7fastd verifies each new token (the kernel admits it from the
+    // verified-token cache after that) even where the data plane could
+    // verify it with l7fast.ko
+    bool verify_in_kernel = true;
     struct ForwardClaim {
         std::string claim;
         std::string header;  // lower-cased; set (replaced) on the forwarded request

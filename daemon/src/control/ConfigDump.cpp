@@ -293,7 +293,8 @@ void write_provider(JsonWriter& w, const policy::JwtProvider& p)
     w.field("from_prefix", p.from_prefix)
         .field("clock_skew_s", static_cast<uint64_t>(p.clock_skew.count()))
         .field("require_exp", p.require_exp)
-        .field("max_token_bytes", static_cast<uint64_t>(p.max_token_bytes));
+        .field("max_token_bytes", static_cast<uint64_t>(p.max_token_bytes))
+        .field("verify_in_kernel", p.verify_in_kernel);
     w.key("forward_claims").begin_array();
     for (const auto& f : p.forward_claims)
         w.begin_object().field("claim", f.claim).field("header", f.header).end_object();

@@ -214,7 +214,7 @@ void read_jwt_provider(const FileContext& cx, const toml::table& t, size_t index
 {
     TableReader r(cx, t, entity_path("jwt_provider", index, t),
                   {"name", "issuer", "audiences", "algorithms", "keys", "jwks_file", "from", "clock_skew_s",
-                   "require_exp", "max_token_bytes", "forward_claims"});
+                   "require_exp", "max_token_bytes", "forward_claims", "verify_in_kernel"});
     JwtProviderDraft d;
     read_name(r, "jwt_provider", d);
     JwtProvider& p = d.value;
@@ -280,6 +280,8 @@ void read_jwt_provider(const FileContext& cx, const toml::table& t, size_t index
         p.clock_skew = std::chrono::seconds(*v);
     if (auto v = r.boolean("require_exp"))
         p.require_exp = *v;
+    if (auto v = r.boolean("verify_in_kernel"))
+        p.verify_in_kernel = *v;
     if (auto v = r.integer("max_token_bytes", 64, 65536, "longer tokens are refused"))
         p.max_token_bytes = static_cast<uint32_t>(*v);
     read_forward_claims(r, p);

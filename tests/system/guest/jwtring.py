@@ -6,8 +6,10 @@ Key rotation (the secret replaced by ROTATED through a reload):
     jwtring.py HOST:PORT rotate-load STOPFILE OUT   old-key requests until
         STOPFILE exists (at most 3000): [start, end, status] each, into OUT
     jwtring.py HOST:PORT rotated                    {"old": status, "new": status}
-A flood (figures, not a check):
-    jwtring.py HOST:PORT flood valid|forged TOTAL CONNS"""
+Figures, not checks:
+    jwtring.py HOST:PORT flood valid|forged TOTAL CONNS
+    jwtring.py HOST:PORT first-sight N   N requests on one connection, each
+        with a valid token seen for the first time: statuses, latencies"""
 import base64
 import hashlib
 import hmac
@@ -135,10 +137,32 @@ def flood(host, port, kind, total, conns):
     print(json.dumps({"statuses": statuses, "seconds": round(time.time() - t0, 2)}))
 
 
+def first_sight(host, port, n):
+    """n sequential requests on one keep-alive connection, each with a new
+    valid token (the tokens are made before the clock starts):
+    {"statuses": {...}, "p50_us": .., "p90_us": .., "mean_us": ..}."""
+    now = int(time.time())
+    toks = [token({"iss": ISSUER, "sub": f"first-{now}-{i}", "exp": now + 600}) for i in range(n)]
+    c = http.client.HTTPConnection(host, port, timeout=10)
+    statuses, lat = {}, []
+    for tok in toks:
+        t0 = time.perf_counter()
+        c.request("GET", "/api/first", headers={"Authorization": "Bearer " + tok})
+        r = c.getresponse()
+        r.read()
+        lat.append((time.perf_counter() - t0) * 1e6)
+        statuses[str(r.status)] = statuses.get(str(r.status), 0) + 1
+    lat.sort()
+    print(json.dumps({"statuses": statuses, "p50_us": round(lat[len(lat) // 2]),
+                      "p90_us": round(lat[len(lat) * 9 // 10]), "mean_us": round(sum(lat) / len(lat))}))
+
+
 def main():
     host, port = sys.argv[1].rsplit(":", 1)
     if len(sys.argv) > 2 and sys.argv[2] == "flood":
         return flood(host, int(port), sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
+    if len(sys.argv) > 2 and sys.argv[2] == "first-sight":
+        return first_sight(host, int(port), int(sys.argv[3]))
     if len(sys.argv) > 2 and sys.argv[2] == "rotate-load":
         return rotate_load(host, int(port), sys.argv[3], sys.argv[4])
     if len(sys.argv) > 2 and sys.argv[2] == "rotated":

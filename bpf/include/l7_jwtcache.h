@@ -6,7 +6,8 @@
  * token's exact bytes here; the kernel admits a later request of a route of
  * the same provider and generation only when its token equals a stored one
  * byte for byte (the keyed hash only finds the entry) and the entry's
- * deadlines, in bpf_ktime_get_boot_ns() time, hold. A request without a
+ * deadlines, in bpf_ktime_get_boot_ns() time, hold, and only under the
+ * l7_config.cache_tag it was stored with. A request without a
  * token, and one whose token is empty or too large, are refused as the
  * reference's extract_token() refuses them (decide.h answers the 401 for
  * local clients). A miss goes to the kernel's own HS verifier where
@@ -184,14 +185,22 @@ __noinline int l7_g_jwt_admit(struct l7_scratch *s, struct l7_config *cfg, __u32
 	L7_LOOP(L7_JWT_WORDS, l7_jwt_eq_cb, &c);
 	if (c.diff)
 		goto miss;
+	/* verified under other keys or another policy (stored late) */
+	if (e->tag != READ_ONCE(cfg->cache_tag))
+		goto miss;
 	now = bpf_ktime_get_boot_ns();
-	if ((e->exp_ns && now >= e->exp_ns) || now < e->nbf_ns)
+	if ((e->exp_ns && now >= e->exp_ns) || now < e->nbf_ns) {
+		/* where it can, the kernel's verifier judges it afresh */
+		s->jwt.tok = off | len << 16;
+		s->jwt.tok_hash = k.hash;
 		return L7_R_JWT_EXPIRED;
+	}
 	return L7_R_NONE;
 miss:
 	/* for l7_g_jwt_verify, which the decision calls next (not from here:
-	 * the call chain's stack is bounded) */
+	 * the call chain's stack is bounded), and l7_g_jwt_remember */
 	s->jwt.tok = off | len << 16;
+	s->jwt.tok_hash = k.hash;
 	return L7_R_JWT_MISS;
 }
 

@@ -65,7 +65,7 @@ enum {
 struct l7_jwt_scan {
 	__u32 pos;         /* next byte of the payload */
 	__u32 len;         /* payload bytes */
-	__u32 state;       /* enum in l7_jwtverify.h */
+	__u32 state;       /* L7_JS_* (above) */
 	__u32 bail;        /* outside the subset the scan decides */
 	__u32 members;     /* top-level members seen */
 	__u32 claim;       /* which claim the value being read is (L7_JC_*) */
@@ -96,9 +96,22 @@ struct l7_jwt_work {
 	__u32 d1;
 	__u32 d2;
 	__u32 tok;     /* the token a cache miss leaves to the verifier: off | len << 16 */
+	__u64 tok_hash; /* and its cache key's hash */
+	__u64 tag;      /* l7_config.cache_tag when the verification began */
 	__u8 mac[64];
-	__u8 payload[L7_JWT_PAYLOAD_BUF + 16];
+	union {
+		/* 32 bytes of slack: the cache entry's token copy is sized
+		 * by a 2047 mask (l7_g_jwt_remember) */
+		__u8 payload[L7_JWT_PAYLOAD_BUF + 32];
+		/* once the payload is judged: the cache entry of a valid token */
+		struct l7_jwt_entry entry;
+	};
 };
+#ifndef __cplusplus
+_Static_assert(sizeof(struct l7_jwt_entry) <= L7_JWT_PAYLOAD_BUF + 32 &&
+		       __builtin_offsetof(struct l7_jwt_entry, token) + 2048 <= L7_JWT_PAYLOAD_BUF + 32,
+	       "the cache entry is built over the payload");
+#endif
 
 struct l7_jwt_scanref {
 	struct l7_jwt_work *wk;

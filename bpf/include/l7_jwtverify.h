@@ -158,6 +158,9 @@ __noinline int l7_g_jwt_verify(struct l7_scratch *s, struct l7_config *cfg, __u3
 		return L7_R_JWT_MISS;
 	if (!s || !cfg || provider >= L7_MAX_JWT_PROVIDERS || len > L7_JWT_MAX_TOKEN)
 		return L7_R_JWT_OTHER;
+	/* read before the key epoch: an entry l7_g_jwt_remember stores for
+	 * this verification is admitted only while neither changed since */
+	s->jwt.tag = READ_ONCE(cfg->cache_tag);
 	gen &= 1;
 	pk = gen * L7_MAX_JWT_PROVIDERS + provider;
 	p = bpf_map_lookup_elem(&l7_jwt_providers, &pk);
@@ -250,6 +253,74 @@ __noinline int l7_g_jwt_verify(struct l7_scratch *s, struct l7_config *cfg, __u3
 		return L7_R_JWT_BAD;
 	}
 	return L7_R_JWT_SHAPE;
+}
+
+/*
+ * Stores the token l7_g_jwt_verify just admitted (window bytes tok: off |
+ * len << 16; its cache key hash in s->jwt.tok_hash) in the verified-token
+ * cache of generation slot `gen`, so that its next requests are admitted
+ * by l7_g_jwt_admit without a second verification: until exp + clock_skew
+ * (moved to boot time by l7_config.wall_off_ns, as the check used it), at
+ * most L7_JWT_CACHE_TTL_S, nbf already reached (boot time only moves
+ * forward), under the tag read before the verification began. Keys
+ * rotated or a policy activated since then renewed the tag: such an entry
+ * is never admitted. Returns 1 when stored. Global: called by the decision
+ * after the verifier returned (the call chain's stack is bounded).
+ */
+__noinline int l7_g_jwt_remember(struct l7_scratch *s, struct l7_config *cfg, __u32 gen, __u32 provider,
+				 __u32 tok)
+{
+	__u32 off = tok & 0xffff, len = tok >> 16, pk;
+	const struct l7_jwt_provider *p;
+	struct l7_jwt_entry *e;
+	struct l7_scratch *sv;
+	struct l7_jwt_key k;
+	__u64 now, until, t;
+	__s64 exp_ns;
+	__u32 sk;
+
+	if (!cfg_kfuncs || !s || !cfg || provider >= L7_MAX_JWT_PROVIDERS)
+		return 0;
+	if (len == 0 || len > L7_JWT_MAX_TOKEN || off + len > s->ws.len)
+		return 0;
+	gen &= 1;
+	pk = gen * L7_MAX_JWT_PROVIDERS + provider;
+	p = bpf_map_lookup_elem(&l7_jwt_providers, &pk);
+	if (!p || len > p->max_token)
+		return 0;
+	now = bpf_ktime_get_boot_ns();
+	until = now + L7_JWT_CACHE_TTL_S * 1000000000ULL;
+	if (s->jwt.sc.seen & (1u << L7_JC_EXP)) {
+		t = s->jwt.sc.exp < L7_JWT_MAX_SECONDS ? s->jwt.sc.exp : L7_JWT_MAX_SECONDS;
+		exp_ns = (__s64)((t + p->skew_s) * 1000000000ULL) - READ_ONCE(cfg->wall_off_ns);
+		if (exp_ns <= (__s64)now)
+			return 0;
+		if ((__u64)exp_ns < until)
+			until = (__u64)exp_ns;
+	}
+	/* s itself, as map memory: bpf_map_update_elem takes its value from
+	 * there (Linux 6.1 refuses a global function's memory argument) */
+	sk = (__u32)s->self;
+	sv = bpf_map_lookup_elem(&l7_scratch, &sk);
+	if (!sv)
+		return 0;
+	e = &sv->jwt.entry;
+	e->exp_ns = until;
+	e->nbf_ns = 0;
+	e->tag = s->jwt.tag;
+	e->token_len = (__u16)len;
+	e->fwd_len = 0;
+	e->pad = 0;
+	/* len <= L7_JWT_MAX_TOKEN (above): the mask only shows the verifier
+	 * a bound that survives the stack */
+	if (bpf_probe_read_kernel(e->token, L7_IDX(len, 2047), L7_JWT_WIN_PTR(s, off)))
+		return 0;
+	L7_ZERO(k);
+	k.hash = s->jwt.tok_hash;
+	k.gen = (__u16)gen;
+	k.provider = (__u16)provider;
+	k.len = len;
+	return bpf_map_update_elem(&l7_jwt_cache, &k, e, BPF_ANY) == 0;
 }
 
 #endif /* L7_JWTVERIFY_H */

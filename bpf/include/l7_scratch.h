@@ -80,6 +80,7 @@ struct l7_claim_state {
 
 struct l7_scratch {
 	__u64 busy;
+	__u64 self;                       /* its key in l7_scratch (l7_scratch_try) */
 	struct l7_decision dec;
 	struct l7_claim_state claim;
 	struct l7_match_state ms;

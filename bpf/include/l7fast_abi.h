@@ -25,7 +25,7 @@
 
 /* Bump whenever a map's layout or meaning changes: a daemon never adopts
  * pinned maps of another ABI version (it starts clean instead). */
-#define L7_ABI_VERSION 21
+#define L7_ABI_VERSION 22
 
 /* Sizes of the tables. Route sets are bitmaps of L7_MAX_ROUTES bits. */
 #define L7_GENS 2
@@ -73,6 +73,7 @@
 #define L7_MAX_BUCKETS (L7_GENS * L7_MAX_ROUTES)
 #define L7_JWT_MAX_FWD 256        /* forwarded-claim header lines of one token */
 #define L7_JWT_CACHE 4096         /* verified tokens cached for the kernel */
+#define L7_JWT_CACHE_TTL_S 300    /* longest a cached token is admitted without a fresh check */
 /* HS256/384/512 verified in the kernel with l7fast.ko (l7_jwtverify.h) */
 #define L7_JWT_MAX_HDR 128        /* longest header segment (base64url) it recognises */
 #define L7_JWT_HDR_KEYS 4         /* module keys tried for one header (same kid and alg) */
@@ -320,10 +321,13 @@ struct l7_jwt_hdr {
 };
 
 /* The verified-token cache: the slow path verifies a token once (any
- * algorithm, OpenSSL) and stores it here; the kernel admits later requests
- * carrying the very same bytes (compared in full: the keyed hash only finds
- * the entry) until exp. Keyed per generation and provider, so a reload or a
- * key change never admits a token the new policy has not verified. */
+ * algorithm, OpenSSL) and stores it here, and so does the kernel's HS
+ * verifier (l7_jwtverify.h); the kernel admits later requests carrying the
+ * very same bytes (compared in full: the keyed hash only finds the entry)
+ * until exp, for at most L7_JWT_CACHE_TTL_S. Keyed per generation and
+ * provider, and admitted only under the l7_config.cache_tag it was verified
+ * under, so a reload or a key change never admits a token the new policy
+ * and keys have not verified, even one a program stored late. */
 struct l7_jwt_key {
 	__u64 hash;           /* l7_hash_window of the token, seed meta.seed */
 	__u16 gen;
@@ -334,6 +338,7 @@ struct l7_jwt_key {
 struct l7_jwt_entry {
 	__u64 exp_ns;         /* bpf_ktime_get_boot_ns() from which the token is expired; 0: never */
 	__u64 nbf_ns;         /* before which it is not yet valid; 0: no nbf */
+	__u64 tag;            /* l7_config.cache_tag when the token was verified */
 	__u16 token_len;
 	__u16 fwd_len;        /* forwarded-claim header lines for the mutation */
 	__u32 pad;
@@ -390,6 +395,10 @@ struct l7_config {
 	__u32 pad;
 	__s64 wall_off_ns;         /* CLOCK_REALTIME - CLOCK_BOOTTIME, kept by the daemon:
 				    * JWT exp and nbf in the kernel */
+	__u64 cache_tag;           /* the verified-token cache admits only entries of
+				    * this tag (l7_jwt_entry.tag); a new one, never
+				    * used before, on every activation and every new
+				    * key epoch */
 	struct l7_gen_meta meta[L7_GENS];
 };
 

@@ -114,8 +114,12 @@ static __always_inline struct l7_scratch *l7_scratch_try(__u32 i)
 	__u32 k = bpf_get_smp_processor_id() * L7_SCRATCH_SLOTS + i;
 	struct l7_scratch *s = bpf_map_lookup_elem(&l7_scratch, &k);
 
-	if (s && __sync_val_compare_and_swap(&s->busy, 0, 1) == 0)
+	if (s && __sync_val_compare_and_swap(&s->busy, 0, 1) == 0) {
+		/* for code given s as a global function's argument, which
+		 * some helpers do not take as map memory (l7_g_jwt_remember) */
+		s->self = k;
 		return s;
+	}
 	return 0;
 }
 

@@ -109,7 +109,7 @@ __noinline int l7_g_decide(struct l7_scratch *s, __u32 n, struct l7_conn *c,
 	struct l7_msg *m;
 	__u32 gen, rk;
 	long pool;
-	int r_idx, st;
+	int r_idx, st, v;
 
 	if (!s || !c || !cfg)
 		return -1;
@@ -183,9 +183,16 @@ __noinline int l7_g_decide(struct l7_scratch *s, __u32 n, struct l7_conn *c,
 	}
 	if (r->flags & L7_RF_JWT) {
 		st = l7_g_jwt_admit(s, cfg, gen, r->jwt_provider);
-		/* not cached: the kernel verifies HS tokens itself where it can */
-		if (st == L7_R_JWT_MISS)
-			st = l7_g_jwt_verify(s, cfg, gen, r->jwt_provider, s->jwt.tok);
+		/* not cached, or past its cached deadline: the kernel verifies
+		 * HS tokens itself where it can (L7_R_JWT_MISS: it cannot
+		 * here), and caches the ones it admits */
+		if (st == L7_R_JWT_MISS || st == L7_R_JWT_EXPIRED) {
+			v = l7_g_jwt_verify(s, cfg, gen, r->jwt_provider, s->jwt.tok);
+			if (v != L7_R_JWT_MISS)
+				st = v;
+			if (st == L7_R_NONE)
+				l7_g_jwt_remember(s, cfg, gen, r->jwt_provider, s->jwt.tok);
+		}
 		if (st != L7_R_NONE) {
 			d->reason = (__u32)st;
 			/* a refusal the kernel sends, as for RBAC denials below */

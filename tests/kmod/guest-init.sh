@@ -35,6 +35,8 @@ if modprobe l7fast; then
 	else
 		res FAIL kernel-tests "exit status $? (its failures below)"
 		grep -E -A6 'Failure|^\[  FAILED' /tmp/kernel-tests.log | head -n 80 | sed 's/^/L7F-INFO: kernel-tests: /'
+		# a verifier's refusal: the end of its log
+		grep -m1 -B16 'END PROG LOAD LOG' /tmp/kernel-tests.log | sed 's/^/L7F-INFO: kernel-tests: verifier: /'
 	fi
 	grep -E '^  |^L7F-INFO' /tmp/kernel-tests.log | sed 's/^L7F-INFO: //; s/^ */L7F-INFO: kernel-tests: /'
 	# Programs and maps are freed after an RCU grace period / in a

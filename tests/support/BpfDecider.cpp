@@ -11,6 +11,7 @@
 #include <tuple>
 #include <vector>
 
+#include "common/KernelHash.hpp"
 #include "dataplane/MapIo.hpp"
 #include "l7fast_abi.h"
 // the skeleton is C; its .bss names struct dh_args, dh_out and l7_conn
@@ -89,6 +90,7 @@ void BpfDecider::install(const policy::CompiledTables& t)
         throw std::runtime_error("reading l7_config: " + errstr(errno));
     cfg.meta[gen] = t.meta;
     cfg.active_gen = gen;
+    cfg.cache_tag++;
     cfg.flags |= L7_CF_ENABLED;
     cfg.ingress_budget = 65536;  // DataplaneOptions' default
     cfg.abi_version = L7_ABI_VERSION;
@@ -105,8 +107,34 @@ void BpfDecider::set_key_epoch(uint32_t epoch)
     l7_config cfg{};
     if (bpf_map_lookup_elem(cfd, &zero, &cfg) != 0)
         throw std::runtime_error("reading l7_config: " + errstr(errno));
+    if (cfg.key_epoch != epoch)
+        cfg.cache_tag++;
     cfg.key_epoch = epoch;
     dataplane::update_or_throw(cfd, &zero, &cfg, "l7_config");
+}
+
+void BpfDecider::renew_cache_tag()
+{
+    const int cfd = bpf_map__fd(skel_->maps.l7_config);
+    uint32_t zero = 0;
+    l7_config cfg{};
+    if (bpf_map_lookup_elem(cfd, &zero, &cfg) != 0)
+        throw std::runtime_error("reading l7_config: " + errstr(errno));
+    cfg.cache_tag++;
+    dataplane::update_or_throw(cfd, &zero, &cfg, "l7_config");
+}
+
+std::optional<l7_jwt_entry> BpfDecider::cached(std::string_view token, uint32_t provider) const
+{
+    l7_jwt_key k{};
+    k.hash = policy::kernel::match_hash(seed_, token, false);
+    k.gen = static_cast<__u16>(active_gen_);
+    k.provider = static_cast<__u16>(provider);
+    k.len = static_cast<__u32>(token.size());
+    l7_jwt_entry e{};
+    if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.l7_jwt_cache), &k, &e) != 0)
+        return std::nullopt;
+    return e;
 }
 
 size_t BpfDecider::set_jwt_headers(uint32_t epoch, const std::vector<dataplane::JwtHeaderEntry>& headers)

@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -83,7 +84,8 @@ public:
     static uint64_t weak_string_hash(uint64_t seed, std::string_view s, bool lower);
 
     // Writes `t` into the inactive generation and makes it the active one,
-    // as a reload does; listeners keep their policy order as stable ids.
+    // as a reload does (Dataplane::activate: a new cache tag too); listeners
+    // keep their policy order as stable ids.
     void install(const policy::CompiledTables& t);
     // False when two of t's string entries have one map key (one would
     // overwrite the other in l7_match) or an entry names a generation (the
@@ -98,10 +100,16 @@ public:
     // HS verifier's clock is it plus l7_config.wall_off_ns, 0 here); 0: the
     // kernel's own clock.
     void set_clock(uint64_t boot_ns) { now_ns_ = boot_ns; }
-    // l7_config.key_epoch, and the HS verifier's header entries of the
-    // active generation (dataplane::TableWriter::write_jwt_headers, as
+    // l7_config.key_epoch (and a new cache tag, as Dataplane::set_key_epoch
+    // does), and the HS verifier's header entries of the active generation
+    // (dataplane::TableWriter::write_jwt_headers, as
     // Dataplane::set_jwt_headers writes them); returns the number written.
     void set_key_epoch(uint32_t epoch);
+    // l7_config.cache_tag: a new value, so no cached token is admitted.
+    void renew_cache_tag();
+    // The verified-token cache's entry for `token` of `provider` in the
+    // active generation, if any.
+    std::optional<l7_jwt_entry> cached(std::string_view token, uint32_t provider) const;
     size_t set_jwt_headers(uint32_t epoch, const std::vector<dataplane::JwtHeaderEntry>& headers);
     // The decision program's run count and total run time in ns, as the
     // kernel accounts them with kernel.bpf_stats_enabled=1.

@@ -21,7 +21,7 @@
 
 namespace l7fast::auth {
 
-inline constexpr std::chrono::seconds kJwtCacheMaxTtl{300};
+inline constexpr std::chrono::seconds kJwtCacheMaxTtl{L7_JWT_CACHE_TTL_S};
 
 // Both clocks, read as close together as possible: boot first, then wall
 // (a later wall reading only makes deadlines earlier).

@@ -4,11 +4,13 @@
 #include <bpf/libbpf.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <deque>
 #include <filesystem>
@@ -316,8 +318,10 @@ Dataplane::Dataplane(const DataplaneOptions& opts) : opts_(opts)
         throw DataplaneError("opening the event ring: " + errstr(errno));
     config_.ingress_budget = opts_.ingress_budget;
     config_.abi_version = L7_ABI_VERSION;
-    // header entries name module key ids of an earlier instance's epochs
+    // header entries name module key ids of an earlier instance's epochs,
+    // cached tokens were verified under its policies and keys
     jwt_delete_gen(skel_->maps.l7_jwt_headers, std::nullopt);
+    renew_cache_tag();
     refresh_wall_clock();
     write_config();
 }
@@ -583,8 +587,23 @@ void Dataplane::activate(uint32_t gen, uint64_t policy_generation)
     config_.active_gen = gen & 1;
     config_.generation = policy_generation;
     config_.flags |= L7_CF_ENABLED;
+    renew_cache_tag();
     write_config();
     active_gen_ = gen & 1;
+}
+
+void Dataplane::renew_cache_tag()
+{
+    if (config_.cache_tag == 0) {
+        uint64_t r = 0;
+        if (::getrandom(&r, sizeof(r), 0) != static_cast<ssize_t>(sizeof(r)))
+            r = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) * 0x9e3779b97f4a7c15ull;
+        config_.cache_tag = r | 1;  // 0 is the harnesses' (and never set)
+        return;
+    }
+    config_.cache_tag++;
+    if (config_.cache_tag == 0)
+        config_.cache_tag = 1;
 }
 
 void Dataplane::jwt_delete_gen(const ::bpf_map* map, std::optional<uint32_t> gen)
@@ -603,6 +622,7 @@ std::optional<Dataplane::JwtCacheTarget> Dataplane::jwt_cache_target(uint64_t po
     t.gen = active_gen_ & 1;
     t.seed = config_.meta[t.gen].seed;
     t.max_token = providers[provider].max_token;
+    t.tag = config_.cache_tag;
     return t;
 }
 
@@ -618,6 +638,8 @@ void Dataplane::set_key_epoch(uint32_t epoch)
     if (config_.key_epoch == epoch)
         return;
     config_.key_epoch = epoch;
+    // a token cached under the old keys is verified again
+    renew_cache_tag();
     write_config();
 }
 

@@ -154,14 +154,17 @@ public:
     // ---- verified-token cache (JWT, bpf/include/l7_jwtcache.h) -------------
     // Where the slow path stores a token of `provider` that it verified with
     // policy generation `policy_generation`: the active slot, its keyed hash
-    // seed and the provider's token bound. nullopt unless that policy is the
-    // active one and the kernel admits the provider's tokens in it. stage()
-    // deletes a slot's entries before it writes the slot, so an entry never
-    // outlives the policy that verified it.
+    // seed, the provider's token bound and the cache tag entries carry
+    // (l7_jwt_entry.tag). nullopt unless that policy is the active one and
+    // the kernel admits the provider's tokens in it. stage() deletes a
+    // slot's entries before it writes the slot, and the tag changes with
+    // every activation and key epoch, so an entry never outlives the policy
+    // and keys that verified it.
     struct JwtCacheTarget {
         uint32_t gen = 0;
         uint64_t seed = 0;
         uint32_t max_token = 0;
+        uint64_t tag = 0;
     };
     std::optional<JwtCacheTarget> jwt_cache_target(uint64_t policy_generation, uint32_t provider) const;
     bool jwt_cache_put(const l7_jwt_key& k, const l7_jwt_entry& e);
@@ -255,6 +258,9 @@ private:
     void attach();
     void pin();
     void write_config();
+    // l7_config.cache_tag: a value no entry of the verified-token cache
+    // carries (the first one random: not one of an earlier instance's)
+    void renew_cache_tag();
     bool load(bool adopt);
     bool pins_adoptable(std::string* why) const;
     void recover_state();

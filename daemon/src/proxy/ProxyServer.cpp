@@ -636,8 +636,10 @@ void ProxyServer::cache_verified_token(const PolicyRuntime& rt, size_t provider,
     const auto target = dp_->jwt_cache_target(rt.generation, static_cast<uint32_t>(provider));
     if (!target)
         return;
-    const auto e = auth::cache_entry(r, target->gen, static_cast<uint32_t>(provider), target->seed,
-                                     target->max_token, auth::cache_clock_now());
+    auto e = auth::cache_entry(r, target->gen, static_cast<uint32_t>(provider), target->seed, target->max_token,
+                               auth::cache_clock_now());
+    if (e)
+        e->entry.tag = target->tag;
     if (e && !dp_->jwt_cache_put(e->key, e->entry))
         log::debug("verified-token cache: insert failed: ", std::strerror(errno));
 }

@@ -656,7 +656,10 @@ size_t Dataplane::set_jwt_headers(uint64_t policy_generation, uint32_t epoch,
 
 size_t Dataplane::jwt_header_entries() const
 {
-    return map_keys<l7_jwt_key>(bpf_map__fd(skel_->maps.l7_jwt_headers)).size();
+    size_t n = 0;
+    for (const auto& k : map_keys<l7_jwt_key>(bpf_map__fd(skel_->maps.l7_jwt_headers)))
+        n += k.gen == (active_gen_ & 1);
+    return n;
 }
 
 void Dataplane::refresh_wall_clock()

@@ -182,6 +182,7 @@ public:
     // number written (the rest did not fit or were malformed); nothing when
     // no slot holds that policy.
     size_t set_jwt_headers(uint64_t policy_generation, uint32_t epoch, const std::vector<JwtHeaderEntry>& headers);
+    // those of the active slot (the other holds the previous policy's until restaged)
     size_t jwt_header_entries() const;
     // l7_config.wall_off_ns: CLOCK_REALTIME - CLOCK_BOOTTIME, written when
     // it moved by a millisecond or more (a clock step, NTP slewing).

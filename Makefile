@@ -47,7 +47,7 @@ test-e2e: build
 	scripts/run-tests.sh e2e
 
 test-kmod: build
-	scripts/kmod/run-matrix.sh
+	L7F_KERNEL_TESTS=$(abspath $(BUILD))/tests/l7fast_kernel_tests scripts/kmod/run-matrix.sh
 
 test-system: build
 	scripts/run-tests.sh system

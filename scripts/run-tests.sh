@@ -92,7 +92,7 @@ suite_e2e() {
 }
 
 suite_kmod() {
-	"$TOP/scripts/kmod/run-matrix.sh"
+	L7F_KERNEL_TESTS=$BUILD/tests/l7fast_kernel_tests "$TOP/scripts/kmod/run-matrix.sh"
 }
 
 suite_system() {

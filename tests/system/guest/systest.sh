@@ -301,7 +301,8 @@ for r in json.load(sys.stdin)["routes"]:
 	hdr_after=$(dbusq GetStats | jget counters.to_slow_path_jwt_header)
 	if [ -d /sys/module/l7fast ]; then
 		# l7fast.ko verifies HS256 in the kernel: the 50 valid requests
-		# (first sight included), the forged token (twice), the expired,
+		# (the first verified there, the other 49 admitted from the cache
+		# it filled), the forged token (twice), the expired,
 		# not yet valid, wrong-issuer and missing ones (401 from the
 		# kernel); alg none and the header with "cty" are not forms the
 		# kernel recognises

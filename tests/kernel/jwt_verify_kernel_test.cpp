@@ -26,7 +26,6 @@
 // (kernel.bpf_stats_enabled) and the reference's, as L7F-INFO lines.
 #include <gtest/gtest.h>
 
-#include <time.h>
 #include <unistd.h>
 
 #include <array>

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <stdexcept>
 #include <tuple>
@@ -83,45 +84,42 @@ void BpfDecider::install(const policy::CompiledTables& t)
         ids.push_back(i);
     tables_.write(t, ids, gen);
 
-    const int cfd = bpf_map__fd(skel_->maps.l7_config);
-    uint32_t zero = 0;
-    l7_config cfg{};
-    if (bpf_map_lookup_elem(cfd, &zero, &cfg) != 0)
-        throw std::runtime_error("reading l7_config: " + errstr(errno));
-    cfg.meta[gen] = t.meta;
-    cfg.active_gen = gen;
-    cfg.cache_tag++;
-    cfg.flags |= L7_CF_ENABLED;
-    cfg.ingress_budget = 65536;  // DataplaneOptions' default
-    cfg.abi_version = L7_ABI_VERSION;
-    dataplane::update_or_throw(cfd, &zero, &cfg, "l7_config");
+    change_config([&](l7_config& cfg) {
+        cfg.meta[gen] = t.meta;
+        cfg.active_gen = gen;
+        cfg.cache_tag++;
+        cfg.flags |= L7_CF_ENABLED;
+        cfg.ingress_budget = 65536;  // DataplaneOptions' default
+        cfg.abi_version = L7_ABI_VERSION;
+    });
     active_gen_ = gen;
     n_clusters_ = static_cast<uint32_t>(t.clusters.size());
     seed_ = t.meta.seed;
 }
 
-void BpfDecider::set_key_epoch(uint32_t epoch)
+void BpfDecider::change_config(const std::function<void(l7_config&)>& change)
 {
     const int cfd = bpf_map__fd(skel_->maps.l7_config);
     uint32_t zero = 0;
     l7_config cfg{};
     if (bpf_map_lookup_elem(cfd, &zero, &cfg) != 0)
         throw std::runtime_error("reading l7_config: " + errstr(errno));
-    if (cfg.key_epoch != epoch)
-        cfg.cache_tag++;
-    cfg.key_epoch = epoch;
+    change(cfg);
     dataplane::update_or_throw(cfd, &zero, &cfg, "l7_config");
+}
+
+void BpfDecider::set_key_epoch(uint32_t epoch)
+{
+    change_config([epoch](l7_config& cfg) {
+        if (cfg.key_epoch != epoch)
+            cfg.cache_tag++;
+        cfg.key_epoch = epoch;
+    });
 }
 
 void BpfDecider::renew_cache_tag()
 {
-    const int cfd = bpf_map__fd(skel_->maps.l7_config);
-    uint32_t zero = 0;
-    l7_config cfg{};
-    if (bpf_map_lookup_elem(cfd, &zero, &cfg) != 0)
-        throw std::runtime_error("reading l7_config: " + errstr(errno));
-    cfg.cache_tag++;
-    dataplane::update_or_throw(cfd, &zero, &cfg, "l7_config");
+    change_config([](l7_config& cfg) { cfg.cache_tag++; });
 }
 
 std::optional<l7_jwt_entry> BpfDecider::cached(std::string_view token, uint32_t provider) const

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -120,6 +121,9 @@ public:
     void set_bucket(uint32_t id, uint64_t mark);
 
 private:
+    // Reads the harness's l7_config, applies `change`, writes it back.
+    void change_config(const std::function<void(l7_config&)>& change);
+
     struct SkelDeleter {
         void operator()(::decide_harness_bpf* s) const noexcept;
     };

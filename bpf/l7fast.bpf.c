@@ -123,6 +123,21 @@ struct tcp_sock___l7 {
 	__u64 bytes_acked;
 } __attribute__((preserve_access_index));
 
+/* The fields of struct sock read here: sk_shutdown (a u8 since before
+ * 5.x), and the cookie, for a program that has the socket but not
+ * bpf_get_socket_cookie (SK_MSG); a socket has one once it was asked for,
+ * as the daemon does before it registers one in l7_ref_by_cookie. */
+struct sock_common___l7 {
+	struct {
+		__s64 counter;
+	} skc_cookie;
+} __attribute__((preserve_access_index));
+
+struct sock___l7 {
+	struct sock_common___l7 __sk_common;
+	__u8 sk_shutdown;
+} __attribute__((preserve_access_index));
+
 /*
  * Whether the kernel may take the client's next request: the slow path has
  * consumed, as answered requests, every byte the kernel passed to it, and
@@ -319,12 +334,6 @@ static __always_inline void l7_adopt_client(struct bpf_sock_ops *skops, const st
 	}
 	l7_watch_state(skops); /* its half-close (l7_client_half_closed) */
 }
-
-/* Only the field read here; CO-RE relocates it to the running kernel's
- * struct sock (a u8 since before 5.x). */
-struct sock___l7 {
-	__u8 sk_shutdown;
-} __attribute__((preserve_access_index));
 
 #define L7_RCV_SHUTDOWN 1
 
@@ -587,43 +596,51 @@ static __always_inline int l7_answer_broken(struct l7_conn *c, const struct l7_s
 _Static_assert(L7_ANSWER_HALF <= L7_MUT_MAX_ADD, "l7_msg_write stores at most L7_MUT_MAX_ADD bytes");
 
 /*
+ * Makes msg, which holds `size` bytes, the first `len` bytes of r: the
+ * answer is pushed in front and what was there popped behind it. 0 when
+ * done; -1 when msg is untouched; 1 when it was changed half-way and can
+ * go nowhere.
+ */
+static __always_inline int l7_msg_become(struct sk_msg_md *msg, const struct l7_response *r, __u32 len,
+					 __u32 size)
+{
+	__u32 first = len > L7_ANSWER_HALF ? L7_ANSWER_HALF : len;
+
+	if (bpf_msg_push_data(msg, 0, len, 0))
+		return -1;
+	if (l7_msg_write(msg, 0, r->bytes, 0, first, L7_MAX_RESP_BYTES - 1) ||
+	    l7_msg_write(msg, first, r->bytes, first, len - first, L7_MAX_RESP_BYTES - 1))
+		return bpf_msg_pop_data(msg, 0, len, 0) ? 1 : -1;
+	return bpf_msg_pop_data(msg, len, size, 0) ? 1 : 0;
+}
+
+/*
  * Answers the request that is the whole of msg with l7_responses[d->resp]:
- * the message becomes the response (pushed in front, the request popped
- * behind it) and goes into the client socket's own ingress queue, where
- * its kernel responses go. SK_PASS when sent; -1 when the message is
- * untouched and the slow path can take it (d->reason says why); SK_DROP
- * when it was changed half-way and the connection must close.
+ * the message becomes the response and goes into the client socket's own
+ * ingress queue, where its kernel responses go. SK_PASS when sent; -1 when
+ * the message is untouched and the slow path can take it (d->reason says
+ * why); SK_DROP when it was changed half-way and the connection must close.
  */
 static __always_inline int l7_answer_msg(struct sk_msg_md *msg, struct l7_decision *d, struct l7_conn *c,
 					 struct l7_conn_sync *sy, const struct l7_sk_ref *cref, __u32 size)
 {
 	struct l7_response *r;
-	__u32 len, first;
+	__u32 len;
+	int b;
 
 	r = l7_answer_of(d, size, &len);
 	if (!r)
 		return -1;
-	first = len > L7_ANSWER_HALF ? L7_ANSWER_HALF : len;
-	if (bpf_msg_push_data(msg, 0, len, 0)) {
+	b = l7_msg_become(msg, r, len, size);
+	if (b < 0) {
 		d->reason = L7_R_REDIRECT;
 		return -1;
 	}
-	if (l7_msg_write(msg, 0, r->bytes, 0, first, L7_MAX_RESP_BYTES - 1) ||
-	    l7_msg_write(msg, first, r->bytes, first, len - first, L7_MAX_RESP_BYTES - 1)) {
-		if (bpf_msg_pop_data(msg, 0, len, 0))
-			goto broken;
-		d->reason = L7_R_REDIRECT;
-		return -1;
-	}
-	if (bpf_msg_pop_data(msg, len, size, 0))
-		goto broken;
-	if (bpf_msg_redirect_map(msg, &l7_sk_client, cref->idx, BPF_F_INGRESS) != SK_PASS)
-		goto broken;
+	if (b || bpf_msg_redirect_map(msg, &l7_sk_client, cref->idx, BPF_F_INGRESS) != SK_PASS)
+		return l7_answer_broken(c, cref, size);
 	l7_answer_accounted(c, sy, d, r, len);
 	l7_answer_event(cref, d, r, len);
 	return SK_PASS;
-broken:
-	return l7_answer_broken(c, cref, size);
 }
 
 /* A request from a local client, decided in s->dec. */
@@ -1246,6 +1263,51 @@ int l7_resp_skb(struct __sk_buff *skb)
 /* ---- requests from remote clients (SK_SKB on the daemon's socket) --------- */
 
 /*
+ * A remote client's answer. A verdict must not change the length of the
+ * skb it redirects (ARCHITECTURE.md section 7, item 14), so the request's
+ * skb, made linear so that it is sent in one piece, goes unchanged to the
+ * egress of the client's own socket, and l7_remote_out_msg makes it the
+ * answer on that socket's send path, where a message's length is free. The
+ * connection records where those bytes start in the socket's send stream:
+ * the kernel takes a request only when everything sent before it is queued
+ * (l7_caught_up), so that is the count queued now. k_busy holds the slow
+ * path's writes back until the answer is queued, and k_bytes counts it.
+ * SK_PASS when redirected; -1 when the slow path takes the request
+ * (d->reason says why).
+ */
+static __always_inline int l7_answer_skb(struct __sk_buff *skb, struct l7_decision *d, struct l7_conn *c,
+					 struct l7_conn_sync *sy, const struct l7_sk_ref *cref, __u32 size)
+{
+	struct bpf_sock *sk = skb->sk;
+	struct tcp_sock___l7 *tp;
+	struct l7_response *r;
+	__u32 len;
+
+	r = l7_answer_of(d, size, &len);
+	if (!r)
+		return -1;
+	tp = sk ? (struct tcp_sock___l7 *)bpf_skc_to_tcp_sock(sk) : 0;
+	if (!tp || bpf_skb_pull_data(skb, size)) {
+		d->reason = L7_R_ANSWER_REMOTE;
+		return -1;
+	}
+	c->ans_at = tp->write_seq - tp->snd_una + (__u32)tp->bytes_acked;
+	c->ans_in = size;
+	c->ans_resp = d->resp;
+	c->ans_len = len;
+	if (bpf_sk_redirect_map(skb, &l7_sk_remote, cref->idx, 0) != SK_PASS) {
+		c->ans_in = 0;
+		d->reason = L7_R_REDIRECT;
+		return -1;
+	}
+	sy->k_busy = 1;
+	c->k_bytes += len;
+	l7_answer_accounted(c, sy, d, r, len);
+	l7_answer_event(cref, d, r, len);
+	return SK_PASS;
+}
+
+/*
  * Verdict-only: each skb gets one verdict as it arrives. (Under strparser
  * the program sees the whole segment, not the message: the message offset
  * is known only to the kernel, so framing cannot be trusted there.) An skb
@@ -1312,10 +1374,12 @@ int l7_req_skb(struct __sk_buff *skb)
 	d = &s->dec;
 	L7_TRACE(L7_T_REQ, idx, d->kind, d->reason);
 	if (d->kind == L7_D_ANSWER) {
-		/* an skb that changes length desynchronises the socket's
-		 * copied_seq (ARCHITECTURE.md section 7): the slow path answers */
+		v = l7_answer_skb(skb, d, c, sy, ref, len);
+		if (v >= 0) {
+			l7_scratch_put(s);
+			return v;
+		}
 		d->kind = L7_D_PASS;
-		d->reason = L7_R_ANSWER_REMOTE;
 	}
 	if (d->kind == L7_D_KERNEL) {
 		/* an skb is not rewritten in place here: the slow path mutates */
@@ -1353,4 +1417,62 @@ int l7_req_skb(struct __sk_buff *skb)
 	l7_passed(c, len, d->reason);
 	l7_scratch_put(s);
 	return SK_PASS;
+}
+
+/* ---- answers to remote clients (SK_MSG on the daemon's socket) ----------- */
+
+/*
+ * Every send on a remote client's socket passes here: the daemon's writes,
+ * and the kernel's SK_SKB redirects, which the psock's worker sends through
+ * this socket's sendmsg. The send that starts where the connection's
+ * pending answer starts, with the request's length, is the request
+ * l7_answer_skb redirected: it becomes the answer. Anything else passes
+ * untouched. A pending answer that cannot be made, or one TCP queued only
+ * part of (the worker then sends the rest of the request's bytes, which
+ * start before the answer's end), closes the connection: the request's
+ * bytes never go back to the client.
+ */
+SEC("sk_msg")
+int l7_remote_out_msg(struct sk_msg_md *msg)
+{
+	struct l7_conn_sync *sy = 0;
+	struct tcp_sock___l7 *tp;
+	struct l7_response *r;
+	struct l7_sk_ref *ref;
+	struct l7_conn *c;
+	__u32 in, len, queued;
+	__u64 cookie;
+
+	if (!msg->sk)
+		return SK_PASS;
+	tp = (struct tcp_sock___l7 *)bpf_skc_to_tcp_sock(msg->sk);
+	if (!tp)
+		return SK_PASS;
+	cookie = (__u64)((struct sock___l7 *)tp)->__sk_common.skc_cookie.counter;
+	ref = bpf_map_lookup_elem(&l7_ref_by_cookie, &cookie);
+	c = l7_conn_of(ref, &sy);
+	if (!c || !ref || !(c->ans_in | c->ans_end))
+		return SK_PASS;
+	queued = tp->write_seq - tp->snd_una + (__u32)tp->bytes_acked;
+	if (c->ans_end) {
+		if ((__s32)(queued - c->ans_end) < 0)
+			goto broken;
+		c->ans_end = 0;
+	}
+	if (!c->ans_in || queued != c->ans_at)
+		return SK_PASS;
+	in = c->ans_in;
+	len = c->ans_len;
+	c->ans_in = 0;
+	sy->k_busy = 0;
+	r = bpf_map_lookup_elem(&l7_responses, &c->ans_resp);
+	if (r && msg->size == in && len && len <= L7_MAX_RESP_BYTES && len <= r->len &&
+	    !l7_msg_become(msg, r, len, in)) {
+		c->ans_end = queued + len;
+		return SK_PASS;
+	}
+broken:
+	l7_event(L7_EV_CLOSE_CLIENT, 0, ref->idx, ref->gen);
+	l7_count(L7_C_CONN_CLOSE);
+	return SK_DROP;
 }

@@ -25,7 +25,7 @@
 
 /* Bump whenever a map's layout or meaning changes: a daemon never adopts
  * pinned maps of another ABI version (it starts clean instead). */
-#define L7_ABI_VERSION 22
+#define L7_ABI_VERSION 23
 
 /* Sizes of the tables. Route sets are bitmaps of L7_MAX_ROUTES bits. */
 #define L7_GENS 2
@@ -558,6 +558,18 @@ struct l7_conn {
 	__u64 k_requests;
 	__u64 pass_bytes;     /* bytes of the request stream passed to the slow path */
 	__u64 k_bytes;        /* remote client: response bytes the kernel queued on the daemon's socket */
+	/* remote client: the answer the kernel is sending. l7_req_skb
+	 * redirects the request's skb, its length unchanged, to the egress of
+	 * the client's own socket; l7_remote_out_msg, on that socket's send
+	 * path, makes those bytes the answer (ARCHITECTURE.md section 3,
+	 * "Answers the kernel sends"). */
+	__u32 ans_at;         /* the socket's queued-byte count where the request's bytes start */
+	__u32 ans_in;         /* the request's length; 0: no answer pending */
+	__u32 ans_resp;       /* the answer's key in l7_responses */
+	__u32 ans_len;        /* the answer's length (its head alone for HEAD) */
+	__u32 ans_end;        /* once made: the queued-byte count its last byte ends at, until
+			       * a send starts there; a send before it would follow a part */
+	__u32 pad3;
 };
 
 /*
@@ -715,7 +727,7 @@ enum l7_reason {
 	L7_R_ABSOLUTE_FORM,    /* absolute-form target: the slow path routes by its authority */
 	L7_R_ANSWER_CLOSE,     /* the route's own answer to this request closes the
 				* connection (the request asks to): the slow path sends it */
-	L7_R_ANSWER_REMOTE,    /* the route's own answer to a remote client: the slow path sends it */
+	L7_R_ANSWER_REMOTE,    /* a remote client's answer the kernel could not stage (l7_answer_skb) */
 	L7_R_JWT_BAD,          /* JWT route: an empty or too large token (401 invalid_token) */
 	L7_R_RATE_LIMITED,     /* rate-limited route: no token, and the kernel does not
 				* send this 429 (a request that asks to close, or

@@ -3,14 +3,15 @@
 (`direct`, the default), an RBAC denial (`deny`: every request denied by
 a rule), a JWT route's 401 (`unauth`: every request without a token) or
 a rate limit's 429 (`limited`: a bucket of one token at 1/s)
-under wrk (local clients in the test cgroup, 32 connections, 2
-threads), answered by l7fastd with the data plane and by one with
+under wrk (32 connections, 2 threads; local clients in the test cgroup,
+or with `remote` clients from outside it, whose answers the kernel makes
+on the client socket's send path), answered by l7fastd with the data plane and by one with
 kernel_dataplane = false, in interleaved rounds; per round the requests per
 second, wrk's mean latency and l7fastd's CPU time (utime + stime from
 /proc) per request. Compare the rounds' ratios, not absolute figures
 (shared machines).
 
-    scripts/bench/answers.py [ROUNDS] [SECONDS] [direct|deny|unauth|limited]   (root; make build first)
+    scripts/bench/answers.py [ROUNDS] [SECONDS] [direct|deny|unauth|limited] [local|remote]   (root; make build first)
 """
 import os
 import re
@@ -44,8 +45,11 @@ def main():
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
     seconds = int(sys.argv[2]) if len(sys.argv) > 2 else 5
     kind = sys.argv[3] if len(sys.argv) > 3 else "direct"
+    where = sys.argv[4] if len(sys.argv) > 4 else "local"
     if kind not in CASES:
         sys.exit(f"answers: unknown case {kind!r} ({', '.join(CASES)})")
+    if where not in ("local", "remote"):
+        sys.exit(f"answers: clients are local or remote, not {where!r}")
     route, path, extra = CASES[kind]
     reason = l7env.skip_reason()
     if reason:
@@ -63,8 +67,11 @@ def main():
             for name, (env, port) in sides.items():
                 pid = env.daemon.proc.pid
                 c0 = cpu_seconds(pid)
-                with env.local():
-                    cmd = ["wrk", "-t2", "-c32", f"-d{seconds}s", *extra, f"http://127.0.0.1:{port}{path}"]
+                cmd = ["wrk", "-t2", "-c32", f"-d{seconds}s", *extra, f"http://127.0.0.1:{port}{path}"]
+                if where == "local":
+                    with env.local():
+                        out = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60).stdout
+                else:
                     out = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60).stdout
                 used = cpu_seconds(pid) - c0
                 got = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))

@@ -1,11 +1,13 @@
 """Direct responses, RBAC denials and a JWT route's 401s answered by the
-kernel (SK_MSG, local clients): the same byte sequences are sent to a daemon with the data plane
+kernel (SK_MSG for local clients; for remote ones SK_SKB sends the request
+to its own socket's egress, whose SK_MSG program makes it the answer): the
+same byte sequences are sent to a daemon with the data plane
 and to one with kernel_dataplane = false; both must send back exactly the
 same bytes and close (or keep) the connection alike, while the data-plane
 daemon answers in the kernel every request it can: one whole request per
 message that does not ask to close. The rest goes to the slow path, counted
-by reason (answer_close, pipelined, too_big, route_user, answer_remote,
-rbac_deny, jwt_none, jwt_bad), and still gets the same bytes. Both count a
+by reason (answer_close, pipelined, too_big, route_user, rbac_deny,
+jwt_none, jwt_bad), and still gets the same bytes. Both count a
 denial under the rule that decided it, and a 401 as a missing or an invalid
 token; both write each answer's access-log line with the same reason."""
 import re
@@ -244,9 +246,11 @@ def test_a_response_over_the_kernel_limit_is_sent_by_the_slow_path(pair):
     assert handed(before, after, "route_user") == 1
 
 
-def test_remote_clients_are_answered_by_the_slow_path(pair):
-    """SK_SKB cannot change an skb's length (ARCHITECTURE.md section 7): the
-    slow path sends the same bytes, and the connection goes on."""
+def test_remote_clients_are_answered_by_the_kernel(pair):
+    """SK_SKB cannot change an skb's length (ARCHITECTURE.md section 7), so
+    the request goes unchanged to the egress of the client's own socket,
+    where l7_remote_out_msg makes it the answer: the slow path's bytes, the
+    head alone for HEAD, and the connection goes on."""
     k, u = pair["kernel"], pair["user"]
     for side in (k, u):
         side.before = snapshot(side)
@@ -260,8 +264,37 @@ def test_remote_clients_are_answered_by_the_slow_path(pair):
         side.after = snapshot(side)
     assert k.got == u.got
     assert k.got[1] == (k.got[0][0], b"")
-    assert moved(k.before, k.after, "moved") == (0, 2)
-    assert handed(k.before, k.after, "answer_remote") == 3
+    assert moved(k.before, k.after, "moved") == (2, 2)
+    assert moved(k.before, k.after, "empty") == (1, 1)
+    assert k.after[1].get("requests_user", 0) == k.before[1].get("requests_user", 0)
+
+
+def test_a_remote_answer_and_the_request_behind_it_keep_their_order(pair):
+    """A remote client writes a request the kernel answers and, in a second
+    write before reading, one the upstream answers: the second arrives
+    while the answer is staged on the socket's send path (the slow path
+    takes it, pipelined, and waits for the answer to be queued) or after
+    (the kernel forwards it). Either way the client reads the answer first,
+    the same bytes as from the slow path. The first of each pair is the
+    kernel's: the client sends a pair only after it has read the last."""
+    k, u = pair["kernel"], pair["user"]
+    for side in (k, u):
+        side.before = snapshot(side)
+        c = side.env.client(side.port, local=False)
+        side.got = []
+        try:
+            for i in range(20):
+                c.send(make_request("GET", f"/gone/{i}"))
+                c.send(make_request("GET", f"/app/{i}"))
+                r1 = c.read_response()
+                r2 = c.read_response()
+                side.got.append((r1.raw_head + r1.body, r2.status, r2.body))
+        finally:
+            c.close()
+        side.after = snapshot(side)
+    assert k.got == u.got
+    assert all(g[0].startswith(b"HTTP/1.1 410 ") and g[1] == 200 for g in k.got), k.got[0]
+    assert moved(k.before, k.after, "gone") == (20, 20)
 
 
 def test_a_remote_request_with_connection_close(pair):
@@ -361,12 +394,12 @@ def test_rbac_denials_are_sent_by_the_kernel(pair):
     assert rbac_figures(k) == before
 
 
-def test_remote_clients_get_the_same_denials_from_the_slow_path(pair):
-    """A remote client's denial (SK_SKB cannot change an skb's length): the
-    slow path sends it, with the same bytes and counts (answer_remote)."""
+def test_remote_clients_get_the_same_denials_from_the_kernel(pair):
+    """A remote client's denials are the kernel's to send too, with the same
+    bytes and counts."""
     x = RbacRun(pair, False)
-    assert x.moved_k == {r: (x.cases[r] - x.denied[r], x.denied[r], x.denied[r], x.by_rule[r]) for r in x.by_rule}
-    assert x.handed_k == {"to_slow_path_answer_remote": sum(x.denied.values())}
+    assert x.moved_k == {r: (x.cases[r], 0, x.denied[r], x.by_rule[r]) for r in x.by_rule}
+    assert x.handed_k == {}
 
 
 def test_a_denial_asking_to_close_is_sent_by_the_slow_path(pair):
@@ -436,10 +469,10 @@ def test_jwt_refusals_are_sent_by_the_kernel(pair):
     assert handed_k == {}
 
 
-def test_remote_clients_get_the_same_401s_from_the_slow_path(pair):
+def test_remote_clients_get_the_same_401s_from_the_kernel(pair):
     moved_k, handed_k, (n, invalid) = jwt_run(pair, False)
-    assert moved_k == (0, n, n - invalid, invalid)
-    assert handed_k == {"to_slow_path_answer_remote": n}
+    assert moved_k == (n, 0, n - invalid, invalid)
+    assert handed_k == {}
 
 
 def test_a_401_asking_to_close_is_sent_by_the_slow_path(pair):

@@ -272,12 +272,12 @@ TEST_F(ExplainTest, JwtMissingInvalidAndValid)
     EXPECT_EQ(none.at("route"), "secure");
     EXPECT_EQ(none.at("response.status"), "401");
     EXPECT_EQ(none.at("response.reason"), "jwt_missing");
-    // the kernel sends the 401 to a local client
+    // the kernel sends the 401, to local and remote clients
     EXPECT_EQ(none.at("plane.plane"), "kernel");
     EXPECT_EQ(none.at("plane.reason"), "null");
     EXPECT_NE(none.at("plane.why").find("the kernel sends its 401 itself"), std::string::npos) << none.at("plane.why");
     EXPECT_EQ(none.at("plane.remote_clients"),
-              "user (to_slow_path_answer_remote: the kernel answers local clients only)");
+              "kernel");
     // another scheme is no token either; the scheme alone is a malformed
     // one, which the slow path reads
     const Explained basic = run(get("/secure/a", {{"Authorization", "Basic dXNlcjpwYXNz"}}));
@@ -322,11 +322,11 @@ TEST_F(ExplainTest, RbacNamesTheDecidingRule)
     const Explained p = run(post);
     EXPECT_EQ(p.at("response.status"), "403");
     EXPECT_EQ(p.at("response.reason"), "rbac_denied:default");
-    // a kernel route's denial is the kernel's to send, to local clients
+    // a kernel route's denial is the kernel's to send, to local and remote clients
     EXPECT_EQ(p.at("plane.plane"), "kernel");
     EXPECT_EQ(p.at("plane.reason"), "null");
     EXPECT_EQ(p.at("plane.remote_clients"),
-              "user (to_slow_path_answer_remote: the kernel answers local clients only)");
+              "kernel");
     // ... in its keep-alive form only
     post.headers.push_back({"Connection", "close"});
     const Explained c = run(post);
@@ -346,7 +346,7 @@ TEST_F(ExplainTest, DirectResponseMutationAndRateLimit)
     EXPECT_EQ(h.at("response.reason"), "direct_response");
     EXPECT_EQ(h.at("plane.plane"), "kernel");
     EXPECT_EQ(h.at("plane.remote_clients"),
-              "user (to_slow_path_answer_remote: the kernel answers local clients only)");
+              "kernel");
     const Explained hc = run(get("/healthz", {{"Connection", "close"}}));
     EXPECT_EQ(hc.at("plane.plane"), "user");
     EXPECT_EQ(hc.at("plane.reason"), "to_slow_path_answer_close");

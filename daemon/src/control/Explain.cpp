@@ -278,7 +278,7 @@ struct Plane {
     std::string reason;  // the data plane's hand-over reason (L7_REASON_NAMES), "" for kernel
     std::string why;
     std::string then;    // what happens to the next request like this one, when it differs
-    bool answered = false;  // the kernel sends the route's own answer (local clients only)
+    bool answered = false;  // the kernel sends the route's own answer
 };
 
 class Explainer {
@@ -348,8 +348,6 @@ void Explainer::write_plane(const Plane& p)
         w_.field("then", p.then);
     if (!pol_.daemon.offload_remote_clients)
         w_.field("remote_clients", "user (daemon.offload_remote_clients = false)");
-    else if (p.answered)
-        w_.field("remote_clients", "user (to_slow_path_answer_remote: the kernel answers local clients only)");
     else
         w_.field("remote_clients", p.kernel ? "kernel" : "user");
     w_.end_object();

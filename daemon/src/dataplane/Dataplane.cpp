@@ -494,6 +494,7 @@ void Dataplane::attach()
         {skel_->progs.l7_req_msg, skel_->maps.l7_sk_client, BPF_SK_MSG_VERDICT},
         {skel_->progs.l7_resp_msg, skel_->maps.l7_sk_backend, BPF_SK_MSG_VERDICT},
         {skel_->progs.l7_req_skb, skel_->maps.l7_sk_remote, BPF_SK_SKB_VERDICT},
+        {skel_->progs.l7_remote_out_msg, skel_->maps.l7_sk_remote, BPF_SK_MSG_VERDICT},
         {skel_->progs.l7_resp_skb, skel_->maps.l7_sk_upstream, BPF_SK_SKB_VERDICT},
     };
     // Programs must be attached to a sockmap before sockets are inserted:

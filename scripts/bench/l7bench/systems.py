@@ -244,7 +244,7 @@ class L7fast(System):
     the requests the slow path served are counted there (the data plane's
     requests_user counts hand-overs, not requests).
     """
-    PROGRAMS = ("l7_sockops", "l7_req_msg", "l7_resp_msg", "l7_req_skb", "l7_resp_skb")
+    PROGRAMS = ("l7_sockops", "l7_req_msg", "l7_resp_msg", "l7_req_skb", "l7_resp_skb", "l7_remote_out_msg")
     kind = "l7fast"
     template = policies.l7fast
 

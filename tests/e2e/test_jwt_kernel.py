@@ -368,7 +368,23 @@ def test_claims_forwarding_provider_stays_in_user_space(w):
     assert d.user("k-fwd") == 3 and d.kernel("k-fwd") == 0
 
 
+def cache_tag(w):
+    """l7_config.cache_tag: the tag a verified-token cache entry must carry
+    to be admitted."""
+    (entry,) = w.env.daemon.map_dump("l7_config")
+    return entry.get("formatted", entry)["value"]["cache_tag"]
+
+
+def cached_tags(w):
+    """The tags of the verified-token cache's entries."""
+    return {e.get("formatted", e)["value"]["tag"] for e in w.env.daemon.map_dump("l7_jwt_cache")}
+
+
 def test_reload_clears_admission(w):
+    """A reload admits no token from the cache filled under the policy
+    before it: stage() empties the slot's entries, and every activation
+    gives l7_config a cache tag no entry carries (an entry stored by a
+    program that read the old tag is never admitted)."""
     tok = token()
     assert req(w, "/k/hs/r", "Bearer " + tok).status == 200
     d = Delta(w)
@@ -376,10 +392,14 @@ def test_reload_clears_admission(w):
     d.done()
     if w.dataplane:
         assert d.kernel("k-hs") == 1
+        assert cache_tag(w) in cached_tags(w)
     for _ in range(2):  # both generation slots
+        tag = cache_tag(w) if w.dataplane else None
         w.env.daemon.write_policy(render_policy(w))
         ready = w.env.daemon.reload()
         assert "last reload failed" not in ready
+        if w.dataplane:
+            assert cache_tag(w) != tag
         d = Delta(w)
         assert req(w, "/k/hs/r", "Bearer " + tok).status == 200
         d.done()
@@ -391,6 +411,7 @@ def test_reload_clears_admission(w):
         d.done()
         if w.dataplane:
             assert d.kernel("k-hs") == 1
+            assert cache_tag(w) in cached_tags(w)
 
 
 def test_jwt_then_rbac_in_the_kernel(w):

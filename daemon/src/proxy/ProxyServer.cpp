@@ -600,12 +600,12 @@ void ProxyServer::sync_module_keys()
 void ProxyServer::write_jwt_headers(const ModuleKeySet& set)
 {
     // a failed install left the previous keys in: no entry names them
-    if (!module_keys_->holds(set.keys))
+    const bool held = module_keys_->holds(set.keys);
+    if (!held)
         log::warning("kernel JWT verification: l7fast.ko does not hold the policy's HMAC keys (",
                      module_keys_->error(), "); HS tokens are verified in user space");
-    const KernelHeaders h = module_keys_->holds(set.keys)
-                                ? kernel_header_entries(set, module_keys_->ids(), rt_->verifiers)
-                                : KernelHeaders{};
+    const KernelHeaders h =
+        held ? kernel_header_entries(set, module_keys_->ids(), rt_->verifiers) : KernelHeaders{};
     const size_t written = dp_->set_jwt_headers(rt_->generation, module_keys_->epoch(), h.entries);
     log::info("kernel JWT verification: ", written, " header forms of ", h.groups, " HMAC key group",
               h.groups == 1 ? "" : "s", " (key epoch ", module_keys_->epoch(), ")",

@@ -62,6 +62,14 @@ static __always_inline void l7_event(__u32 type, __u32 slot, __u32 conn, __u32 c
 	bpf_ringbuf_submit(e, 0);
 }
 
+/* Tells the daemon to close client connection conn (counted in
+ * close_events); slot is the exchange's, or 0. */
+static __always_inline void l7_close_client(__u32 slot, __u32 conn, __u32 conn_gen)
+{
+	l7_event(L7_EV_CLOSE_CLIENT, slot, conn, conn_gen);
+	l7_count(L7_C_CONN_CLOSE);
+}
+
 static __always_inline void l7_trace_ev(__u32 code, __u32 conn, __u64 a, __u64 b)
 {
 	struct l7_event *e = l7_event_reserve();
@@ -138,6 +146,13 @@ struct sock___l7 {
 	__u8 sk_shutdown;
 } __attribute__((preserve_access_index));
 
+/* Every byte ever queued on a TCP socket's send side: what is unacked or
+ * unsent plus what was acked (snd_una and bytes_acked move together). */
+static __always_inline __u32 l7_tcp_queued(const struct tcp_sock___l7 *tp)
+{
+	return tp->write_seq - tp->snd_una + (__u32)tp->bytes_acked;
+}
+
 /*
  * Whether the kernel may take the client's next request: the slow path has
  * consumed, as answered requests, every byte the kernel passed to it, and
@@ -175,7 +190,7 @@ static __always_inline int l7_caught_up(const struct l7_conn *c, const struct l7
 		done = tp->copied_seq - c->rcv_start;
 		return (__s32)(done - sy->u_bytes) >= 0;
 	}
-	done = tp->write_seq - tp->snd_una + (__u32)tp->bytes_acked;
+	done = l7_tcp_queued(tp);
 	return (__s32)(done - (sy->u_bytes + (__u32)c->k_bytes)) >= 0;
 }
 
@@ -586,8 +601,7 @@ static __always_inline struct l7_response *l7_answer_of(struct l7_decision *d, _
  * client connection closes (the daemon closes it on the event). */
 static __always_inline int l7_answer_broken(struct l7_conn *c, const struct l7_sk_ref *cref, __u32 size)
 {
-	l7_event(L7_EV_CLOSE_CLIENT, 0, cref->idx, cref->gen);
-	l7_count(L7_C_CONN_CLOSE);
+	l7_close_client(0, cref->idx, cref->gen);
 	l7_passed(c, size, L7_R_REDIRECT);
 	return SK_DROP;
 }
@@ -699,8 +713,7 @@ static __always_inline int l7_req_msg_decided(struct sk_msg_md *msg, struct l7_s
 				if (mr == L7_MUT_BROKEN) {
 					/* half-rewritten: neither path may send it */
 					l7_slot_unclaim(d->slot);
-					l7_event(L7_EV_CLOSE_CLIENT, d->slot, idx, cref->gen);
-					l7_count(L7_C_CONN_CLOSE);
+					l7_close_client(d->slot, idx, cref->gen);
 					l7_passed(c, size, L7_R_MUTATION);
 					return SK_DROP;
 				}
@@ -937,8 +950,7 @@ static __always_inline void l7_resp_complete(struct l7_slot *slot, __u64 *st, __
 	l7_count(L7_C_RESP_KERNEL);
 	l7_access_event(slot, latency);
 	if (slot->resp.close_after) {
-		l7_event(L7_EV_CLOSE_CLIENT, id, slot->client, slot->client_gen);
-		l7_count(L7_C_CONN_CLOSE);
+		l7_close_client(id, slot->client, slot->client_gen);
 	}
 	if (slot->resp.close_after || extra) {
 		l7_slot_kill(id, slot->client);
@@ -1291,7 +1303,7 @@ static __always_inline int l7_answer_skb(struct __sk_buff *skb, struct l7_decisi
 		d->reason = L7_R_ANSWER_REMOTE;
 		return -1;
 	}
-	c->ans_at = tp->write_seq - tp->snd_una + (__u32)tp->bytes_acked;
+	c->ans_at = l7_tcp_queued(tp);
 	c->ans_in = size;
 	c->ans_resp = d->resp;
 	c->ans_len = len;
@@ -1453,7 +1465,7 @@ int l7_remote_out_msg(struct sk_msg_md *msg)
 	c = l7_conn_of(ref, &sy);
 	if (!c || !ref || !(c->ans_in | c->ans_end))
 		return SK_PASS;
-	queued = tp->write_seq - tp->snd_una + (__u32)tp->bytes_acked;
+	queued = l7_tcp_queued(tp);
 	if (c->ans_end) {
 		if ((__s32)(queued - c->ans_end) < 0)
 			goto broken;
@@ -1472,7 +1484,6 @@ int l7_remote_out_msg(struct sk_msg_md *msg)
 		return SK_PASS;
 	}
 broken:
-	l7_event(L7_EV_CLOSE_CLIENT, 0, ref->idx, ref->gen);
-	l7_count(L7_C_CONN_CLOSE);
+	l7_close_client(0, ref->idx, ref->gen);
 	return SK_DROP;
 }

@@ -1319,35 +1319,18 @@ static __always_inline int l7_answer_skb(struct __sk_buff *skb, struct l7_decisi
 	return SK_PASS;
 }
 
-/*
- * Verdict-only: each skb gets one verdict as it arrives. (Under strparser
- * the program sees the whole segment, not the message: the message offset
- * is known only to the kernel, so framing cannot be trusted there.) An skb
- * cannot be split, so a request is taken only when one skb holds exactly
- * that request; anything else goes to the slow path, and the connection
- * comes back once the daemon has answered everything it got.
- */
-SEC("sk_skb")
-int l7_req_skb(struct __sk_buff *skb)
+/* One skb of a known remote client: its verdict (l7_req_skb). */
+static __always_inline int l7_req_skb_conn(struct __sk_buff *skb, struct l7_conn *c, struct l7_conn_sync *sy,
+					   const struct l7_sk_ref *ref, __u32 len)
 {
-	struct l7_conn_sync *sy = 0;
 	struct l7_decision *d;
-	struct l7_sk_ref *ref;
 	struct l7_scratch *s;
 	struct l7_config *cfg;
 	struct l7_slot *slot;
-	struct l7_conn *c;
-	__u32 len = skb->len, idx;
+	__u32 idx = ref->idx;
 	int ingress, v;
 	long n;
 
-	if (!len)
-		return SK_PASS; /* FIN */
-	ref = l7_skb_ref(skb);
-	c = l7_conn_of(ref, &sy);
-	if (!c || !ref)
-		return SK_PASS;
-	idx = ref->idx;
 	if (sy->k_busy) {
 		l7_passed(c, len, L7_R_PIPELINED);
 		return SK_PASS;
@@ -1429,6 +1412,55 @@ int l7_req_skb(struct __sk_buff *skb)
 	l7_passed(c, len, d->reason);
 	l7_scratch_put(s);
 	return SK_PASS;
+}
+
+/*
+ * The daemon keeps a remote client's socket out of its epoll set while it
+ * waits for the client's next request (L7_SYNC_PARKED): the psock wakes a
+ * socket's readers after every verdict, also for the bytes the kernel
+ * answered or forwarded, which would wake the daemon once per request.
+ * Bytes passed to the slow path wake it here instead. k_passed is written
+ * before the flag is read and cleared (an atomic AND: a full barrier), and
+ * the daemon sets the flag before it reads k_passed, so one of the two
+ * always sees the other.
+ */
+static __always_inline void l7_wake_parked(const struct l7_conn *c, struct l7_conn_sync *sy,
+					   const struct l7_sk_ref *ref)
+{
+	WRITE_ONCE(sy->k_passed, (__u32)c->pass_bytes);
+	if (__sync_fetch_and_and(&sy->flags, ~L7_SYNC_PARKED) & L7_SYNC_PARKED)
+		l7_event(L7_EV_WAKE, 0, ref->idx, ref->gen);
+}
+
+/*
+ * Verdict-only: each skb gets one verdict as it arrives. (Under strparser
+ * the program sees the whole segment, not the message: the message offset
+ * is known only to the kernel, so framing cannot be trusted there.) An skb
+ * cannot be split, so a request is taken only when one skb holds exactly
+ * that request; anything else goes to the slow path, and the connection
+ * comes back once the daemon has answered everything it got.
+ */
+SEC("sk_skb")
+int l7_req_skb(struct __sk_buff *skb)
+{
+	struct l7_conn_sync *sy = 0;
+	struct l7_sk_ref *ref;
+	struct l7_conn *c;
+	__u32 len = skb->len;
+	__u64 passed;
+	int v;
+
+	if (!len)
+		return SK_PASS; /* FIN */
+	ref = l7_skb_ref(skb);
+	c = l7_conn_of(ref, &sy);
+	if (!c || !ref)
+		return SK_PASS;
+	passed = c->pass_bytes;
+	v = l7_req_skb_conn(skb, c, sy, ref, len);
+	if (c->pass_bytes != passed)
+		l7_wake_parked(c, sy, ref);
+	return v;
 }
 
 /* ---- answers to remote clients (SK_MSG on the daemon's socket) ----------- */

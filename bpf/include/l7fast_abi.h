@@ -25,7 +25,7 @@
 
 /* Bump whenever a map's layout or meaning changes: a daemon never adopts
  * pinned maps of another ABI version (it starts clean instead). */
-#define L7_ABI_VERSION 23
+#define L7_ABI_VERSION 24
 
 /* Sizes of the tables. Route sets are bitmaps of L7_MAX_ROUTES bits. */
 #define L7_GENS 2
@@ -584,8 +584,9 @@ struct l7_conn_sync {
 	__u32 k_busy;     /* kernel: 1 while a kernel response to this client is in flight; the
 			   * response program or the daemon (relay, failure) sets it back to 0 */
 	__u32 gen;        /* l7_conn.gen of the connection these counts belong to */
-	__u32 flags;      /* enum l7_sync_flags (atomic OR, both sides) */
-	__u32 pad;
+	__u32 flags;      /* enum l7_sync_flags (atomic OR/AND, both sides) */
+	__u32 k_passed;   /* kernel: l7_conn.pass_bytes (low 32 bits), written before it
+			   * clears L7_SYNC_PARKED */
 	__u64 k_done_ns;  /* kernel: bpf_ktime_get_ns() when its last response to this client
 			   * was complete (CLOCK_MONOTONIC) */
 };
@@ -605,6 +606,10 @@ enum l7_sync_flags {
 	L7_SYNC_CLOSING = 1u << 0,     /* daemon: it will close the connection (client EOF) */
 	L7_SYNC_HALF_CLOSED = 1u << 1, /* sockops: the local client shut down its sending side
 					* (ESTABLISHED -> FIN_WAIT1 without RCV_SHUTDOWN) */
+	L7_SYNC_PARKED = 1u << 2,      /* daemon: a remote client's socket is out of its epoll
+					* set; the kernel clears it (atomic AND) when it passes
+					* bytes to the slow path and, if it was set, sends
+					* L7_EV_WAKE (see ClientSession::park) */
 };
 
 /* What a socket is to the data plane: its sk_storage (sockets of local
@@ -798,6 +803,8 @@ enum l7_event_type {
 				 * l7_answer_kind | L7_ANS_DETAIL_* << 8 | the deciding
 				 * rule (l7_rule_denied index, L7_NO_RULE for the
 				 * default action; RBAC denials) << 32 */
+	L7_EV_WAKE = 10,        /* the kernel passed bytes of a parked remote client
+				 * (L7_SYNC_PARKED) to the slow path: conn, conn_gen */
 };
 
 /* trace points (L7_EV_TRACE: slot = code, arg[0..1] as listed) */

@@ -805,6 +805,7 @@ control::StatusInfo Daemon::status()
         s.routes_kernel += r.kernel;
     s.connections = server_->sessions();
     s.upstream_connections = server_->pool().open_connections();
+    s.parked_connections = server_->parked();
     s.last_reload_error = last_reload_error_;
     s.reloads_ok = reloads_ok_;
     s.reloads_failed = reloads_failed_;

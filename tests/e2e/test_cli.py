@@ -22,6 +22,7 @@ from l7fast_bus import (ADMIN_GID, L7FASTCTL, NOBODY, PrivateBus, Daemon, bus, c
 
 STATUS_KEYS = {"version", "state", "degraded_reason", "generation", "policy_files", "features", "uptime_sec",
                "listeners", "routes", "routes_kernel", "connections", "upstream_connections",
+               "parked_connections",
                "last_reload_error", "reloads_ok", "reloads_failed", "applied_unix", "last_reload_unix",
                "log_level", "log_level_source", "warnings"}
 ROUTE_KEYS = {"name", "listeners", "match", "clusters", "placement", "reason", "where"}

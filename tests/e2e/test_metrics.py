@@ -247,6 +247,7 @@ def test_daemon_state_reloads_pools_and_process_figures(env, web):
     assert get(m, "l7fast_reloads_total", result="failed") == status["reloads_failed"]
     assert get(m, "l7fast_reload_last_success") == (status["last_reload_error"] == "")
     assert ("l7fast_slow_path_connections", frozenset()) in m
+    assert get(m, "l7fast_parked_connections") == status["parked_connections"]
     # no traffic meanwhile: the pools did not move, and the gauges say what
     # the data plane's slot states said
     if pools() == before:

@@ -80,6 +80,7 @@ StatusInfo sample_status()
     s.routes_kernel = 4;
     s.connections = 3;
     s.upstream_connections = 10;
+    s.parked_connections = 4;
     s.last_reload_error = "p.toml:1:2: x: bad";
     s.log_level = "debug";
     s.log_level_source = "l7fastctl";
@@ -152,6 +153,7 @@ TEST_F(BusMessage, StatusRoundTrips)
     EXPECT_EQ(out.routes_kernel, in.routes_kernel);
     EXPECT_EQ(out.connections, in.connections);
     EXPECT_EQ(out.upstream_connections, in.upstream_connections);
+    EXPECT_EQ(out.parked_connections, in.parked_connections);
     EXPECT_EQ(out.last_reload_error, in.last_reload_error);
     EXPECT_EQ(out.log_level, in.log_level);
     EXPECT_EQ(out.log_level_source, in.log_level_source);
@@ -166,7 +168,7 @@ TEST_F(BusMessage, StatusJsonHasTheDocumentedKeysInOrder)
               R"({"version":"0.1.0","state":"degraded","degraded_reason":"l7fast.ko not loaded","generation":7,)"
               R"("policy_files":["/etc/l7fast/policy.toml","/etc/l7fast/policy.d/10-a.toml"],)"
               R"("features":{"sk_msg":"yes","kfuncs":"no, module missing"},"uptime_sec":3723,"listeners":2,)"
-              R"("routes":5,"routes_kernel":4,"connections":3,"upstream_connections":10,)"
+              R"("routes":5,"routes_kernel":4,"connections":3,"upstream_connections":10,"parked_connections":4,)"
               R"("last_reload_error":"p.toml:1:2: x: bad","reloads_ok":0,"reloads_failed":0,"applied_unix":0,)"
               R"("last_reload_unix":0,"log_level":"debug","log_level_source":"l7fastctl",)"
               R"("warnings":["/etc/l7fast/policy.toml: the policy file is writable by every user"]})");

@@ -418,6 +418,7 @@ TEST(Metrics, DaemonStateReloadsAndProcess)
     st.last_reload_unix = 1764600100;
     st.last_reload_error = "p.toml:1:1: x: bad";
     st.connections = 7;
+    st.parked_connections = 2;
     const control::ProcessFigures p{.ok = true, .cpu_seconds = 1.5, .rss_bytes = 4096, .vsize_bytes = 8192,
                                     .open_fds = 12, .max_fds = 1024, .start_time_unix = 1764599000};
     const std::string text = control::render_prometheus(sample_snapshot(), st, p, "1.2.3");
@@ -431,6 +432,7 @@ TEST(Metrics, DaemonStateReloadsAndProcess)
              "l7fast_reload_last_success 0\n",
              "l7fast_reload_last_timestamp_seconds 1764600100\n",
              "l7fast_slow_path_connections 7\n",
+             "# TYPE l7fast_parked_connections gauge\nl7fast_parked_connections 2\n",
              "l7fast_build_info{version=\"1.2.3\"} 1\n",
              "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 1.50\n",
              "process_resident_memory_bytes 4096\n",

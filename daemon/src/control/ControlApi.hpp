@@ -30,6 +30,9 @@ struct StatusInfo {
     uint32_t listeners = 0, routes = 0, routes_kernel = 0;
     uint64_t connections = 0;       // client connections open in the slow path
     uint64_t upstream_connections = 0;
+    // remote clients' connections whose sessions wait for a request outside
+    // l7fastd's epoll set (proxy/ParkSet.hpp)
+    uint64_t parked_connections = 0;
     std::string last_reload_error;  // empty when the last reload succeeded
     uint64_t reloads_ok = 0, reloads_failed = 0;  // since start
     // when the policy in force was applied (start or the last successful

@@ -198,6 +198,10 @@ void render_daemon(Exposition& e, const StatusInfo& st)
     }
     e.family("l7fast_slow_path_connections", "gauge", "Client connections the slow path holds open.");
     e.sample("l7fast_slow_path_connections", {}, st.connections);
+    e.family("l7fast_parked_connections", "gauge",
+             "Remote clients' connections whose sessions wait for their next request outside l7fastd's epoll "
+             "set: the requests the kernel serves on them do not wake l7fastd.");
+    e.sample("l7fast_parked_connections", {}, st.parked_connections);
 }
 
 // The process_* families of the Prometheus client libraries.

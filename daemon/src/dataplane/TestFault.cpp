@@ -32,6 +32,8 @@ TestFaults parse(const char* env)
             f.memlock = true;
         } else if (word == "bench-raw") {
             f.bench_raw = true;
+        } else if (word == "no-park-check") {
+            f.no_park_check = true;
         } else if (word.rfind("map-full=", 0) == 0) {
             char* end = nullptr;
             unsigned long n = std::strtoul(word.c_str() + 9, &end, 10);

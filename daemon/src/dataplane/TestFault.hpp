@@ -25,6 +25,11 @@
 //   map-full=N       l7_conns holds N local and N remote clients instead
 //                    of L7_MAX_CONNS / 2 each (N a power of two <= 8), so
 //                    the table really fills with N clients of each kind.
+//   no-park-check    the slow path's tick never looks at parked sessions
+//                    (ClientSession::check_parked), so a parked remote
+//                    client's request wakes its session only through the
+//                    kernel's L7_EV_WAKE: a test of that event cannot pass
+//                    on the tick's fallback.
 #pragma once
 
 #include <cstdint>
@@ -39,10 +44,11 @@ struct TestFaults {
     bool verifier_reject = false;
     bool memlock = false;
     bool bench_raw = false;
+    bool no_park_check = false;
     std::optional<uint32_t> conns_max;  // map-full=N
     std::string text;                   // the variable as given
 
-    bool any() const { return verifier_reject || memlock || bench_raw || conns_max; }
+    bool any() const { return verifier_reject || memlock || bench_raw || no_park_check || conns_max; }
 };
 
 // Parses L7FAST_TEST_FAULT once (unknown words are logged and ignored).

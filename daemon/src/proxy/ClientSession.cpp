@@ -3,11 +3,14 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <iterator>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <variant>
 
 #include "common/Clock.hpp"
@@ -125,13 +128,21 @@ void ClientSession::finish()
         return;
     finished_ = true;
     FdStore::get().remove(client_store_name(key_));
+    unpark();
     // the data plane lets go of the connection while the socket (and so
     // its cookie) still exists
     if (conn_.ref.valid() && server_.dataplane())
-        server_.dataplane()->conn_free(conn_.ref, key_, conn_.remote ? sock_.native_handle() : -1);
+        server_.dataplane()->conn_free(conn_.ref, key_,
+                                       conn_.remote ? (sock_.is_open() ? sock_.native_handle() : parked_.get()) : -1);
+    if (in_park_set_)
+        server_.park_set().remove(sock_.is_open() ? sock_.native_handle() : parked_.get());
     error_code ig;
     sock_.shutdown(tcp::socket::shutdown_send, ig);
     sock_.close(ig);
+    if (parked_.valid()) {  // unpark() failed
+        ::shutdown(parked_.get(), SHUT_WR);
+        parked_.reset();
+    }
     server_.session_ended(key_);
 }
 
@@ -144,22 +155,11 @@ void ClientSession::finish()
 // (k_busy): a busy kernel-path connection is never closed as idle.
 awaitable<int> ClientSession::wait_first_byte(std::chrono::milliseconds idle)
 {
-    Deadline deadline(server_.io());
     const uint64_t limit = static_cast<uint64_t>(std::chrono::nanoseconds(idle).count());
-    uint64_t since = monotonic_ns();
-    uint64_t left = limit;
+    const uint64_t start = monotonic_ns();
     for (;;) {
-        deadline.arm(std::chrono::ceil<std::chrono::milliseconds>(std::chrono::nanoseconds(left)), {&sock_});
-        error_code ec;
-        co_await sock_.async_wait(tcp::socket::wait_read, asio::redirect_error(use_awaitable, ec));
-        if (!deadline.fired()) {
-            if (!ec)
-                co_return 0;
-            log::debug(dataplane::to_string(key_), ": client wait: ", ec.message());
-            co_return -2;
-        }
         const uint64_t now = monotonic_ns();
-        since = std::max(since, kernel_done_ns_);  // a kernel response the daemon relayed
+        uint64_t since = std::max(start, kernel_done_ns_);  // a kernel response the daemon relayed
         if (l7_conn_sync* sy = sync()) {
             if (std::atomic_ref<__u32>(sy->k_busy).load(std::memory_order_acquire))
                 since = now;
@@ -167,10 +167,147 @@ awaitable<int> ClientSession::wait_first_byte(std::chrono::milliseconds idle)
                 since = std::max<uint64_t>(since, std::atomic_ref<__u64>(sy->k_done_ns).load());
         }
         since = std::min(since, now);  // a response completed since `now` was read
-        if (now - since >= limit)
+        if (now - since >= limit) {
+            unpark();
             co_return -1;
-        left = limit - (now - since);
+        }
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(std::chrono::nanoseconds(limit - (now - since)));
+        int w;
+        if (parked_.valid() || park())
+            w = co_await wait_parked(left);
+        else
+            w = co_await wait_readable(left);
+        if (w != 0) {
+            unpark();
+            co_return w > 0 ? 0 : -2;
+        }
     }
+}
+
+awaitable<int> ClientSession::wait_readable(std::chrono::milliseconds left)
+{
+    Deadline deadline(server_.io());
+    deadline.arm(left, {&sock_});
+    error_code ec;
+    in_wait_readable_ = true;
+    co_await sock_.async_wait(tcp::socket::wait_read, asio::redirect_error(use_awaitable, ec));
+    in_wait_readable_ = false;
+    if (std::exchange(repark_, false) && ec == asio::error::operation_aborted)
+        co_return 0;  // release_socket(): park now
+    if (deadline.fired())
+        co_return 0;
+    if (ec) {
+        log::debug(dataplane::to_string(key_), ": client wait: ", ec.message());
+        co_return -2;
+    }
+    co_return 1;
+}
+
+awaitable<int> ClientSession::wait_parked(std::chrono::milliseconds left)
+{
+    asio::steady_timer t(server_.io(), left);
+    park_timer_ = &t;
+    wake_ready_ = false;
+    error_code ec;
+    co_await t.async_wait(asio::redirect_error(use_awaitable, ec));
+    park_timer_ = nullptr;
+    check_parked();  // the timer: a wake-up lost?
+    co_return !parked_.valid() && wake_ready_ ? 1 : 0;
+}
+
+// The kernel sends L7_EV_WAKE when it passes bytes to the slow path while
+// L7_SYNC_PARKED is set, after it wrote k_passed. Setting the flag before
+// reading k_passed here (both full barriers) means that either this sees
+// the bytes, or the kernel sees the flag.
+bool ClientSession::park()
+{
+    l7_conn_sync* sy = sync();
+    if (!sy || !conn_.remote || park_failed_ || closing_ || hung_up_ || sock_users_ || in_len_ ||
+        !sock_.is_open() || !server_.park_set().ok())
+        return false;
+    if (!in_park_set_) {
+        if (!server_.park_set().add(sock_.native_handle(), ProxyServer::park_tag(conn_.ref))) {
+            log::warning(dataplane::to_string(key_), ": cannot park the connection (", std::strerror(errno),
+                         "); l7fastd wakes once per request on it");
+            park_failed_ = true;
+            return false;
+        }
+        in_park_set_ = true;
+    }
+    std::atomic_ref<__u32> flags(sy->flags);
+    flags.fetch_or(L7_SYNC_PARKED, std::memory_order_seq_cst);
+    if (std::atomic_ref<__u32>(sy->k_passed).load(std::memory_order_seq_cst) != consumed_) {
+        flags.fetch_and(~L7_SYNC_PARKED, std::memory_order_seq_cst);
+        return false;  // bytes on their way to us
+    }
+    error_code ec;
+    const int fd = sock_.release(ec);
+    if (ec) {
+        flags.fetch_and(~L7_SYNC_PARKED, std::memory_order_seq_cst);
+        log::warning(dataplane::to_string(key_), ": cannot park the connection (", ec.message(),
+                     "); l7fastd wakes once per request on it");
+        park_failed_ = true;
+        return false;
+    }
+    parked_.reset(fd);
+    server_.count_parked(+1);
+    return true;
+}
+
+void ClientSession::unpark()
+{
+    if (!parked_.valid())
+        return;
+    if (l7_conn_sync* sy = sync())
+        std::atomic_ref<__u32>(sy->flags).fetch_and(~L7_SYNC_PARKED, std::memory_order_seq_cst);
+    error_code ec;
+    sock_.assign(listener_.family == AF_INET6 ? tcp::v6() : tcp::v4(), parked_.get(), ec);
+    server_.count_parked(-1);
+    if (ec) {
+        // the descriptor stays in parked_, which finish() closes
+        log::warning(dataplane::to_string(key_), ": cannot watch the client's connection again (",
+                     ec.message(), "); closing it");
+        closing_ = hung_up_ = true;
+    } else {
+        parked_.release();
+    }
+    if (park_timer_)
+        park_timer_->cancel();
+}
+
+// A relay is done with sock_: a session waiting in asio for its client's
+// next request parks again (its wait is cancelled to that end), or every
+// request the kernel serves from now on would wake the daemon.
+void ClientSession::release_socket()
+{
+    if (--sock_users_ || !in_wait_readable_ || !conn_.remote || closing_)
+        return;
+    repark_ = true;
+    error_code ig;
+    sock_.cancel(ig);
+}
+
+void ClientSession::wake()
+{
+    if (!parked_.valid())
+        return;
+    wake_ready_ = true;
+    unpark();
+}
+
+void ClientSession::hangup()
+{
+    hung_up_ = true;
+    wake();
+}
+
+void ClientSession::check_parked()
+{
+    if (!parked_.valid())
+        return;
+    l7_conn_sync* sy = sync();
+    if (!sy || std::atomic_ref<__u32>(sy->k_passed).load(std::memory_order_seq_cst) != consumed_)
+        wake();
 }
 
 awaitable<int> ClientSession::read_request_head(l7_msg& m)
@@ -770,6 +907,8 @@ awaitable<const char*> ClientSession::forward(RequestExchange& ex, const Forward
 
 void ClientSession::relay(UpstreamPtr up, const l7_slot& snapshot)
 {
+    sock_users_++;
+    unpark();
     asio::co_spawn(server_.io(), relay_coro(shared_from_this(), std::move(up), snapshot),
                    asio::detached);
 }
@@ -786,6 +925,7 @@ awaitable<void> ClientSession::relay_coro(std::shared_ptr<ClientSession> self, U
     kernel_done();
     if (!x.ok || x.close || snapshot.resp.close_after)
         close_after_response();
+    release_socket();
 }
 
 void ClientSession::kernel_failed(int status, const l7_slot& snapshot)
@@ -793,6 +933,8 @@ void ClientSession::kernel_failed(int status, const l7_slot& snapshot)
     log::debug(dataplane::to_string(key_), ": kernel exchange failed (", status, ", ",
                snapshot.resp.bytes, " response bytes sent)");
     auto self = shared_from_this();
+    sock_users_++;  // until the session ends
+    unpark();
     asio::co_spawn(server_.io(), [self, status, snapshot]() -> awaitable<void> {
         if (snapshot.resp.bytes == 0) {
             std::string response = make_response(status, "upstream failed\n", true);
@@ -820,6 +962,7 @@ void ClientSession::close_after_response()
     log::debug(dataplane::to_string(key_), ": closing after the response");
     // FIN follows whatever is queued; the client reads the response first
     closing_ = true;
+    unpark();
     error_code ig;
     sock_.shutdown(tcp::socket::shutdown_send, ig);
 }

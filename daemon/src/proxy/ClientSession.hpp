@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/Asio.hpp"
+#include "common/Fd.hpp"
 #include "dataplane/Abi.hpp"
 #include "dataplane/Dataplane.hpp"
 #include "config/Policy.hpp"
@@ -67,6 +68,14 @@ public:
     void kernel_until_close();
     void close_after_response();
 
+    // A parked session (park()) waits again in asio: the kernel passed it
+    // bytes (L7_EV_WAKE); its client hung up or its socket failed
+    // (ParkSet); check_parked(), each tick, for a wake-up the event ring
+    // lost.
+    void wake();
+    void hangup();
+    void check_parked();
+
 private:
     // What relaying one upstream response to the client came to
     // (pipe_response).
@@ -105,6 +114,21 @@ private:
     awaitable<UpstreamPtr> acquire_upstream(const RequestExchange& ex, const Forward& f, size_t& endpoint,
                                             error_code& ec);
     awaitable<int> wait_first_byte(std::chrono::milliseconds idle);
+    // wait_first_byte's two ways to wait for at most `left`: 1 when a read
+    // would return at once (bytes, EOF, an error), 0 when the wait must be
+    // looked at again (the timer, an unpark for another user of the
+    // socket), -2 when it failed.
+    awaitable<int> wait_readable(std::chrono::milliseconds left);
+    awaitable<int> wait_parked(std::chrono::milliseconds left);
+    // A remote client's socket leaves asio's epoll set while the session
+    // waits for the client's next request (see ParkSet). False when it may
+    // not: the kernel passed bytes the session has not read, another
+    // coroutine uses the socket, the connection is closing.
+    bool park();
+    // Back into asio's epoll set, before anything uses sock_.
+    void unpark();
+    // The end of a relay's use of sock_ (sock_users_).
+    void release_socket();
     awaitable<int> read_request_head(l7_msg& m);
     awaitable<bool> wait_kernel_idle();
     awaitable<bool> write_client(std::string_view data);
@@ -170,6 +194,17 @@ private:
     uint32_t written_ = 0;
     bool closing_ = false;
     bool finished_ = false;
+    // parking (park()): the socket's descriptor while parked; the timer the
+    // parked wait sleeps on
+    Fd parked_;
+    asio::steady_timer* park_timer_ = nullptr;
+    unsigned sock_users_ = 0;   // relays and failure answers writing to sock_
+    bool park_failed_ = false;  // park() could not: never again
+    bool in_park_set_ = false;  // added to the server's ParkSet (once)
+    bool hung_up_ = false;      // the ParkSet reported a hang-up or an error
+    bool wake_ready_ = false;   // unparked because a read would return at once
+    bool in_wait_readable_ = false;
+    bool repark_ = false;       // release_socket() cancelled wait_readable
     bool head_request_ = false;  // the request being answered is HEAD
 };
 

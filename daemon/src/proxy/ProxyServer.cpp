@@ -17,6 +17,7 @@
 #include "auth/JwtCache.hpp"
 #include "common/Log.hpp"
 #include "dataplane/Dataplane.hpp"
+#include "dataplane/TestFault.hpp"
 #include "loader/PolicyLoader.hpp"
 #include "semantics/Router.hpp"
 #include "proxy/ClientSession.hpp"
@@ -102,7 +103,11 @@ ProxyServer::ProxyServer(asio::io_context& io, dataplane::Dataplane* dp, bool of
       offload_remote_(offload_remote),
       pool_(io, dp, [this](KernelExchangeEnd e) { on_exchange_end(std::move(e)); }),
       health_(io, pool_),
-      events_lost_seen_(dp ? dp->counter(L7_C_EVENTS_LOST) : 0)
+      events_lost_seen_(dp ? dp->counter(L7_C_EVENTS_LOST) : 0),
+      park_(io, [this](uint64_t tag) {
+          if (auto s = session_for(static_cast<uint32_t>(tag >> 32), static_cast<uint32_t>(tag)))
+              s->hangup();
+      })
 {
     pool_.set_connect_observer([this](uint32_t pool, bool ok) { health_.on_connect(pool, ok); });
     if (dp_)
@@ -475,6 +480,10 @@ void ProxyServer::on_event(const l7_event& ev)
         if (auto s = session_for(ev.conn, ev.conn_gen))
             s->close_after_response();
         break;
+    case L7_EV_WAKE:
+        if (auto s = session_for(ev.conn, ev.conn_gen))
+            s->wake();
+        break;
     case L7_EV_RELAY:
     case L7_EV_SLOT_DEAD:
     case L7_EV_SLOT_ENDED:
@@ -555,6 +564,12 @@ void ProxyServer::tick()
     expire_waiting_relays(rt_->policy().daemon.request_timeout);
     health_.tick();
     warn_lost_events();
+    // a parked session whose wake-up was lost (a full event ring) reads
+    // what the kernel passed it now
+    if (!dataplane::test_faults().no_park_check)
+        for (const auto& [k, s] : sessions_)
+            if (auto session = s.session.lock())
+                session->check_parked();
     // A burst of connections has ended: their sessions' memory is free, but
     // glibc returns only the top of the heap by itself, and what the burst
     // left below it would stay in l7fastd's RSS (1.8 MiB after 512

@@ -29,6 +29,7 @@
 #include "proxy/AccessLog.hpp"
 #include "proxy/ClientSession.hpp"
 #include "proxy/KernelJwt.hpp"
+#include "proxy/ParkSet.hpp"
 #include "proxy/UpstreamHealth.hpp"
 #include "proxy/UpstreamPool.hpp"
 
@@ -218,6 +219,13 @@ public:
         return stats_route_name_ ? stats_route_name_(stats_id) : std::string();
     }
     size_t sessions() const { return sessions_.size(); }
+    // Remote clients' sockets while their sessions are parked
+    // (ClientSession::park); tags are park_tag() of the connection.
+    ParkSet& park_set() { return park_; }
+    static uint64_t park_tag(dataplane::ConnRef r) { return (uint64_t{r.idx} << 32) | r.gen; }
+    // Sessions parked now.
+    void count_parked(int d) { parked_ += d; }
+    uint64_t parked() const { return parked_; }
     uint64_t user_requests_no_route() const { return no_route_; }
     // Round-robin cursor of a cluster in the slow path.
     uint64_t next_rr(const std::string& cluster) { return rr_[cluster]++; }
@@ -277,6 +285,8 @@ private:
     // the data plane's events_lost when tick() last looked (at start: what
     // the maps a restart adopted had counted)
     uint64_t events_lost_seen_;
+    ParkSet park_;
+    uint64_t parked_ = 0;
     std::shared_ptr<const PolicyRuntime> rt_;
     std::vector<Fd> inherited_listeners_;
     std::vector<std::shared_ptr<Listening>> listening_;

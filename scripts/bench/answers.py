@@ -2,7 +2,9 @@
 """What the kernel's own answers save: a route with a direct response
 (`direct`, the default), an RBAC denial (`deny`: every request denied by
 a rule), a JWT route's 401 (`unauth`: every request without a token) or
-a rate limit's 429 (`limited`: a bucket of one token at 1/s)
+a rate limit's 429 (`limited`: a bucket of one token at 1/s), or, for
+what the data plane costs a request it passes on, a direct response over
+the kernel's answer limit that the slow path sends either way (`long`)
 under wrk (32 connections, 2 threads; local clients in the test cgroup,
 or with `remote` clients from outside it, whose answers the kernel makes
 on the client socket's send path), answered by l7fastd with the data plane and by one with
@@ -11,7 +13,7 @@ second, wrk's mean latency and l7fastd's CPU time (utime + stime from
 /proc) per request. Compare the rounds' ratios, not absolute figures
 (shared machines).
 
-    scripts/bench/answers.py [ROUNDS] [SECONDS] [direct|deny|unauth|limited] [local|remote]   (root; make build first)
+    scripts/bench/answers.py [ROUNDS] [SECONDS] [direct|deny|unauth|limited|long] [local|remote]   (root; make build first)
 """
 import os
 import re
@@ -33,6 +35,7 @@ CASES = {
     "deny": ("fenced", "/fenced/x", ["-H", "X-Block: 1"]),  # rule "blocked": 403
     "unauth": ("locked", "/locked/x", []),  # no token: 401
     "limited": ("throttled", "/throttled/x", []),  # 1/s, burst 1: 429
+    "long": ("long", "/long/x", []),  # 1,100 bytes: the slow path's on both sides
 }
 
 

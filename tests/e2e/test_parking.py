@@ -119,6 +119,28 @@ def test_a_slow_path_request_wakes_a_parked_session(parking):
     assert (after[0] - before[0], after[1] - before[1]) == (20, 20)
 
 
+def test_a_connection_the_slow_path_serves_stops_parking_until_the_kernel_serves_it(parking):
+    """Parking costs a request the slow path answers (two epoll_ctl, two
+    ioctl, a timer): after two parks in a row that only such requests ended,
+    the session waits in asio. The kernel's requests do not wake it there,
+    so the tick parks it again once the kernel served one (k_done_ns moved);
+    a slow-path request then still wakes it."""
+    env = parking
+    base = parked(env)
+    c = env.client(env.park_port, local=False)
+    assert wait_until(lambda: parked(env) == base + 1)
+    for i in range(10):
+        get(c, f"/u/only/{i}")
+        if parked(env) == base:
+            break
+    assert parked(env) == base, "still parking after slow-path requests only"
+    get(c, "/k/again")
+    assert wait_until(lambda: parked(env) == base + 1), "not parked again once the kernel served the connection"
+    get(c, "/u/after")
+    get(c, "/k/after")
+    c.close()
+
+
 def test_a_session_parks_again_after_a_relay(parking):
     """A response over the kernel's socket-to-socket budget (64 KiB) is
     handed over to the daemon to relay (responses_relayed) while the

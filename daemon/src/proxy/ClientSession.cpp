@@ -40,6 +40,11 @@ constexpr auto kKernelQueueWait = std::chrono::milliseconds(500);
 // answer (401, 403, 429, a direct response); larger ones close it.
 constexpr uint64_t kDrainLimit = 65536;
 
+// Parks in a row that only bytes for the slow path ended (no kernel
+// response meanwhile) after which a session waits in asio instead: parking
+// costs such a connection about 6 us per request (ClientSession::park).
+constexpr unsigned kSlowParks = 2;
+
 }  // namespace
 
 std::chrono::milliseconds ExchangeTimeout::next() const
@@ -193,7 +198,7 @@ awaitable<int> ClientSession::wait_readable(std::chrono::milliseconds left)
     co_await sock_.async_wait(tcp::socket::wait_read, asio::redirect_error(use_awaitable, ec));
     in_wait_readable_ = false;
     if (std::exchange(repark_, false) && ec == asio::error::operation_aborted)
-        co_return 0;  // release_socket(): park now
+        co_return 0;  // release_socket(), check_unparked(): park now
     if (deadline.fired())
         co_return 0;
     if (ec) {
@@ -222,8 +227,8 @@ awaitable<int> ClientSession::wait_parked(std::chrono::milliseconds left)
 bool ClientSession::park()
 {
     l7_conn_sync* sy = sync();
-    if (!sy || !conn_.remote || park_failed_ || closing_ || hung_up_ || sock_users_ || in_len_ ||
-        !sock_.is_open() || !server_.park_set().ok())
+    if (!sy || !conn_.remote || park_failed_ || slow_parks_ >= kSlowParks || closing_ || hung_up_ ||
+        sock_users_ || in_len_ || !sock_.is_open() || !server_.park_set().ok())
         return false;
     if (!in_park_set_) {
         if (!server_.park_set().add(sock_.native_handle(), ProxyServer::park_tag(conn_.ref))) {
@@ -250,6 +255,7 @@ bool ClientSession::park()
         return false;
     }
     parked_.reset(fd);
+    park_done_ns_ = std::atomic_ref<__u64>(sy->k_done_ns).load();
     server_.count_parked(+1);
     return true;
 }
@@ -291,6 +297,14 @@ void ClientSession::wake()
 {
     if (!parked_.valid())
         return;
+    // a park the kernel served nothing in: the connection's requests may
+    // all be the slow path's
+    l7_conn_sync* sy = sync();
+    if (sy && !std::atomic_ref<__u32>(sy->k_busy).load() &&
+        std::atomic_ref<__u64>(sy->k_done_ns).load() == park_done_ns_)
+        slow_parks_++;
+    else
+        slow_parks_ = 0;
     wake_ready_ = true;
     unpark();
 }
@@ -308,6 +322,22 @@ void ClientSession::check_parked()
     l7_conn_sync* sy = sync();
     if (!sy || std::atomic_ref<__u32>(sy->k_passed).load(std::memory_order_seq_cst) != consumed_)
         wake();
+}
+
+// A session that stopped parking (kSlowParks) learns that the kernel serves
+// its connection again only from here: the kernel's requests do not wake it.
+void ClientSession::check_unparked()
+{
+    if (slow_parks_ < kSlowParks || !in_wait_readable_ || parked_.valid() || sock_users_ || closing_)
+        return;
+    l7_conn_sync* sy = sync();
+    if (!sy || (!std::atomic_ref<__u32>(sy->k_busy).load() &&
+                std::atomic_ref<__u64>(sy->k_done_ns).load() == park_done_ns_))
+        return;
+    slow_parks_ = 0;
+    repark_ = true;
+    error_code ig;
+    sock_.cancel(ig);
 }
 
 awaitable<int> ClientSession::read_request_head(l7_msg& m)

@@ -75,6 +75,9 @@ public:
     void wake();
     void hangup();
     void check_parked();
+    // Each tick: a session that stopped parking because only the slow path
+    // served its connection parks again once the kernel serves it.
+    void check_unparked();
 
 private:
     // What relaying one upstream response to the client came to
@@ -200,11 +203,13 @@ private:
     asio::steady_timer* park_timer_ = nullptr;
     unsigned sock_users_ = 0;   // relays and failure answers writing to sock_
     bool park_failed_ = false;  // park() could not: never again
+    unsigned slow_parks_ = 0;   // parks in a row that only slow-path bytes ended
+    uint64_t park_done_ns_ = 0; // l7_conn_sync.k_done_ns when it last parked
     bool in_park_set_ = false;  // added to the server's ParkSet (once)
     bool hung_up_ = false;      // the ParkSet reported a hang-up or an error
     bool wake_ready_ = false;   // unparked because a read would return at once
     bool in_wait_readable_ = false;
-    bool repark_ = false;       // release_socket() cancelled wait_readable
+    bool repark_ = false;       // release_socket() or check_unparked() cancelled wait_readable
     bool head_request_ = false;  // the request being answered is HEAD
 };
 

@@ -566,10 +566,14 @@ void ProxyServer::tick()
     warn_lost_events();
     // a parked session whose wake-up was lost (a full event ring) reads
     // what the kernel passed it now
-    if (!dataplane::test_faults().no_park_check)
-        for (const auto& [k, s] : sessions_)
-            if (auto session = s.session.lock())
+    // and one that stopped parking parks again when the kernel serves it
+    const bool check_parked = !dataplane::test_faults().no_park_check;
+    for (const auto& [k, s] : sessions_)
+        if (auto session = s.session.lock()) {
+            if (check_parked)
                 session->check_parked();
+            session->check_unparked();
+        }
     // A burst of connections has ended: their sessions' memory is free, but
     // glibc returns only the top of the heap by itself, and what the burst
     // left below it would stay in l7fastd's RSS (1.8 MiB after 512

@@ -241,7 +241,7 @@ bool ClientSession::park()
     }
     std::atomic_ref<__u32> flags(sy->flags);
     flags.fetch_or(L7_SYNC_PARKED, std::memory_order_seq_cst);
-    if (std::atomic_ref<__u32>(sy->k_passed).load(std::memory_order_seq_cst) != consumed_) {
+    if (passed_unread(sy)) {
         flags.fetch_and(~L7_SYNC_PARKED, std::memory_order_seq_cst);
         return false;  // bytes on their way to us
     }
@@ -258,6 +258,20 @@ bool ClientSession::park()
     park_done_ns_ = std::atomic_ref<__u64>(sy->k_done_ns).load();
     server_.count_parked(+1);
     return true;
+}
+
+// Bytes the kernel passed to the slow path that this session has not read.
+bool ClientSession::passed_unread(l7_conn_sync* sy) const
+{
+    return std::atomic_ref<__u32>(sy->k_passed).load(std::memory_order_seq_cst) != consumed_;
+}
+
+// A kernel response to this client in flight, or one completed, since the
+// session last parked.
+bool ClientSession::kernel_served_since_park(l7_conn_sync* sy) const
+{
+    return std::atomic_ref<__u32>(sy->k_busy).load() ||
+           std::atomic_ref<__u64>(sy->k_done_ns).load() != park_done_ns_;
 }
 
 void ClientSession::unpark()
@@ -300,8 +314,7 @@ void ClientSession::wake()
     // a park the kernel served nothing in: the connection's requests may
     // all be the slow path's
     l7_conn_sync* sy = sync();
-    if (sy && !std::atomic_ref<__u32>(sy->k_busy).load() &&
-        std::atomic_ref<__u64>(sy->k_done_ns).load() == park_done_ns_)
+    if (sy && !kernel_served_since_park(sy))
         slow_parks_++;
     else
         slow_parks_ = 0;
@@ -320,7 +333,7 @@ void ClientSession::check_parked()
     if (!parked_.valid())
         return;
     l7_conn_sync* sy = sync();
-    if (!sy || std::atomic_ref<__u32>(sy->k_passed).load(std::memory_order_seq_cst) != consumed_)
+    if (!sy || passed_unread(sy))
         wake();
 }
 
@@ -331,8 +344,7 @@ void ClientSession::check_unparked()
     if (slow_parks_ < kSlowParks || !in_wait_readable_ || parked_.valid() || sock_users_ || closing_)
         return;
     l7_conn_sync* sy = sync();
-    if (!sy || (!std::atomic_ref<__u32>(sy->k_busy).load() &&
-                std::atomic_ref<__u64>(sy->k_done_ns).load() == park_done_ns_))
+    if (!sy || !kernel_served_since_park(sy))
         return;
     slow_parks_ = 0;
     repark_ = true;

@@ -132,6 +132,8 @@ private:
     void unpark();
     // The end of a relay's use of sock_ (sock_users_).
     void release_socket();
+    bool passed_unread(l7_conn_sync* sy) const;
+    bool kernel_served_since_park(l7_conn_sync* sy) const;
     awaitable<int> read_request_head(l7_msg& m);
     awaitable<bool> wait_kernel_idle();
     awaitable<bool> write_client(std::string_view data);

@@ -741,7 +741,7 @@ static __always_inline int l7_req_msg_decided(struct sk_msg_md *msg, struct l7_s
 pass:
 	/* the whole message: the slow path frames it, and the kernel takes
 	 * the connection back once the daemon has answered it all */
-	l7_rate_refund(d);
+	l7_rate_refund(s);
 	l7_passed(c, size, d->reason);
 	return l7_msg_pass(msg, &l7_sk_client, idx);
 }
@@ -1408,7 +1408,7 @@ static __always_inline int l7_req_skb_conn(struct __sk_buff *skb, struct l7_conn
 		}
 		d->reason = L7_R_REDIRECT;
 	}
-	l7_rate_refund(d);
+	l7_rate_refund(s);
 	l7_passed(c, len, d->reason);
 	l7_scratch_put(s);
 	return SK_PASS;
@@ -1519,3 +1519,4 @@ broken:
 	l7_close_client(0, ref->idx, ref->gen);
 	return SK_DROP;
 }
+

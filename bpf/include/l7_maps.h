@@ -166,6 +166,26 @@ struct {
 	__type(value, __u64);
 } l7_buckets SEC(".maps");
 
+/* The buckets of kernel routes' keyed rate limits, one table per limiter at
+ * its l7_buckets index: l7fastd creates each (an LRU hash of the limit's
+ * max_keys entries, BPF_F_INNER_MAP-free: hash tables may differ in size)
+ * and removes it with its lease. req and the slow path (l7_rate_take_user)
+ * take from an entry with compare-and-swap, as from l7_buckets. Not pinned:
+ * a restart starts every limiter afresh. */
+struct l7_rate_keys_inner {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1);
+	__type(key, struct l7_rate_key);
+	__type(value, __u64);
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, L7_MAX_BUCKETS);
+	__type(key, __u32);
+	__array(values, struct l7_rate_keys_inner);
+} l7_rate_keys SEC(".maps");
+
 /* ---- client connections ----------------------------------------------------- */
 
 /* sockops allocates entries of local clients (lower half), the daemon those

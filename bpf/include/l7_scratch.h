@@ -37,7 +37,8 @@ struct l7_decision {
 	__u32 bucket;      /* 1 + the l7_buckets entry a token was taken from
 			    * (l7_rate_take); 0: none. A request handed to the
 			    * slow path after all gives it back (l7_rate_refund). */
-	__u32 pad;
+	__u32 bucket_keyed; /* that token is from the bucket of key rk
+			     * (l7_rate_keys[bucket - 1]) */
 };
 
 /* Matcher state (kept in scratch, not on the 512-byte stack). */
@@ -89,6 +90,7 @@ struct l7_scratch {
 	struct l7_bitmap tmp;
 	__u16 hdr_val[L7_MAX_MATCH_HDRS]; /* header index per match header */
 	struct l7_mut_plan mut;           /* request mutation (l7_mutate.h) */
+	struct l7_rate_key rk;            /* a keyed rate limit's key (l7_rate_key_of) */
 	struct l7_ws ws;                  /* bytes under inspection + parse */
 	/* kernel JWT verification (l7_jwtverify.h). After the window on
 	 * purpose: a kfunc given window bytes at any masked offset and up to

@@ -25,7 +25,7 @@
 
 /* Bump whenever a map's layout or meaning changes: a daemon never adopts
  * pinned maps of another ABI version (it starts clean instead). */
-#define L7_ABI_VERSION 24
+#define L7_ABI_VERSION 25
 
 /* Sizes of the tables. Route sets are bitmaps of L7_MAX_ROUTES bits. */
 #define L7_GENS 2
@@ -71,6 +71,9 @@
 /* Rate-limit buckets the kernel shares with the daemon (l7_buckets): one
  * per kernel route with a keyless rate limit, two generations' worth. */
 #define L7_MAX_BUCKETS (L7_GENS * L7_MAX_ROUTES)
+/* Keyed rate limits: a key value the kernel keeps a bucket for is at most
+ * this long (RateLimiter::kMaxKeyBytes; a longer one is the slow path's) */
+#define L7_RATE_KEY_MAX 64
 #define L7_JWT_MAX_FWD 256        /* forwarded-claim header lines of one token */
 #define L7_JWT_CACHE 4096         /* verified tokens cached for the kernel */
 #define L7_JWT_CACHE_TTL_S 300    /* longest a cached token is admitted without a fresh check */
@@ -190,6 +193,36 @@ enum l7_route_flags {
 	L7_RF_MUTATE = 1u << 7,             /* l7_mutations[gen * L7_MAX_ROUTES + route] */
 	L7_RF_RATE = 1u << 8,               /* one token of l7_buckets[bucket] per request
 					     * (rate, burst: bpf/include/l7_bucket.h) */
+	L7_RF_RATE_KEYED = 1u << 9,         /* with L7_RF_RATE: a request with the key
+					     * (rate_key) takes from its key's bucket in
+					     * l7_rate_keys[bucket]; one without it from
+					     * l7_buckets[bucket] */
+};
+
+/* l7_route.rate_key: the key of a keyed rate limit is the client's address
+ * (policy::request_key's bytes: 4 for IPv4 and IPv4-mapped IPv6, else 16),
+ * or else the value of the match header with this index */
+#define L7_RATE_KEY_SOURCE 0xffff
+
+/* A key's bucket in a keyed rate limit's table (l7_rate_keys): the key's
+ * bytes exactly (no hash: a crafted value must not share a bucket with
+ * another client's), zero after len. */
+struct l7_rate_key {
+	__u64 word[L7_RATE_KEY_MAX / 8];
+	__u32 len;
+	__u32 pad;
+};
+
+/* What l7fastd's slow path hands l7_rate_take_user (BPF_PROG_RUN; the
+ * kernel writes wait back): one token from the bucket of `key` in
+ * l7_rate_keys[bucket], created full if absent. */
+struct l7_rate_take_args {
+	__u32 bucket;
+	__u32 rate;
+	__u32 burst;
+	__u32 pad;
+	__u64 wait;   /* out: l7_bucket_decide()'s answer (0: taken) */
+	struct l7_rate_key key;
 };
 
 /* l7_responses index (per generation) of a route's response; the kernel
@@ -207,7 +240,8 @@ struct l7_route {
 	__u16 rule_first;                 /* RBAC rules of this route (space 1) */
 	__u16 rule_count;
 	__u16 jwt_provider;               /* index into this generation's providers */
-	__u16 pad;
+	__u16 rate_key;                   /* L7_RF_RATE_KEYED: match header index, or
+					   * L7_RATE_KEY_SOURCE */
 	__u32 resp_direct;                /* L7_RF_DIRECT: the response */
 	__u32 resp_deny;                  /* L7_RF_RBAC: the keep-alive denial (deny_status,
 					   * deny_body); L7_RESP_NONE: the slow path answers */
@@ -217,7 +251,8 @@ struct l7_route {
 					   * (error="invalid_token"), keep-alive form */
 	__u32 resp_limited;               /* L7_RF_RATE: the 429 (retry-after: 1; a wait is
 					   * at most 1 s at rate >= 1), keep-alive form */
-	__u32 bucket;                     /* L7_RF_RATE: index in l7_buckets */
+	__u32 bucket;                     /* L7_RF_RATE: index in l7_buckets (and, keyed,
+					   * in l7_rate_keys) */
 	__u32 rate;                       /* L7_RF_RATE: tokens per second */
 	__u32 burst;                      /* L7_RF_RATE: bucket size in tokens */
 	__u32 pad2;
@@ -746,6 +781,9 @@ enum l7_reason {
 				* the scan's JSON subset, a claim out of range) */
 	L7_R_JWT_MODULE,       /* JWT route, kernel verifier: an l7fast.ko call failed
 				* (a key gone), or the key epoch changed meanwhile */
+	L7_R_RATE_KEY,         /* keyed rate limit: a key longer than L7_RATE_KEY_MAX
+				* (the slow path keeps its bucket), or its table
+				* is missing or full */
 	L7_R_COUNT,
 };
 
@@ -776,7 +814,8 @@ enum l7_counter {
 	"user_pending", "disabled", "path_not_normal", "rbac_deny", "jwt_none", "jwt_miss", \
 	"jwt_expired", "jwt_other", "mutation", "no_scratch", "copy_failed", \
 	"endpoint_down", "absolute_form", "answer_close", "answer_remote", "jwt_bad", \
-	"rate_limited", "rate_busy", "jwt_header", "jwt_shape", "jwt_module"
+	"rate_limited", "rate_busy", "jwt_header", "jwt_shape", "jwt_module", \
+	"rate_key"
 
 /* ---- events to the daemon (l7_events ring buffer) ------------------------ */
 

@@ -128,7 +128,7 @@ std::unique_ptr<Daemon::Prepared> Daemon::prepare(policy::Policy pol, std::strin
     std::optional<policy::PolicyError> invalid;
     proxy::BucketSource buckets;
     if (dp_)
-        buckets = [table = dp_->buckets()] { return table->lease(); };
+        buckets = [table = dp_->buckets()](std::optional<uint32_t> max_keys) { return table->lease(max_keys); };
     auto rt = proxy::prepare_runtime(std::move(pol), rt_.get(), &invalid, buckets);
     if (!rt) {
         *error = invalid->str();
@@ -163,9 +163,13 @@ std::unique_ptr<Daemon::Prepared> Daemon::prepare(policy::Policy pol, std::strin
         auto pool_id = [this](const policy::SocketAddress& a) { return server_->pool().pool_id_for(a); };
         policy::CompileOptions options;
         options.rate_bucket = [&rt](size_t route) -> std::optional<uint32_t> {
-            if (route < rt->limiters.size() && rt->limiters[route])
-                return rt->limiters[route]->kernel_bucket();
-            return std::nullopt;
+            if (route >= rt->limiters.size() || !rt->limiters[route])
+                return std::nullopt;
+            // a keyed limit is the kernel's when it keeps the keys' buckets too
+            const auto& limit = rt->policy().routes[route].rate_limit;
+            if (limit && limit->key && !rt->limiters[route]->kernel_keys())
+                return std::nullopt;
+            return rt->limiters[route]->kernel_bucket();
         };
         p->tables = std::make_unique<policy::CompiledTables>(
             policy::compile(rt->policy(), random_seed(), pool_id, options));

@@ -2,7 +2,8 @@
 """What the kernel's own answers save: a route with a direct response
 (`direct`, the default), an RBAC denial (`deny`: every request denied by
 a rule), a JWT route's 401 (`unauth`: every request without a token) or
-a rate limit's 429 (`limited`: a bucket of one token at 1/s), or, for
+a rate limit's 429 (`limited`: a bucket of one token at 1/s; `keyed`: the
+same bucket per X-User value, every request with one value), or, for
 what the data plane costs a request it passes on, a direct response over
 the kernel's answer limit that the slow path sends either way (`long`)
 under wrk (32 connections, 2 threads; local clients in the test cgroup,
@@ -13,7 +14,7 @@ second, wrk's mean latency and l7fastd's CPU time (utime + stime from
 /proc) per request. Compare the rounds' ratios, not absolute figures
 (shared machines).
 
-    scripts/bench/answers.py [ROUNDS] [SECONDS] [direct|deny|unauth|limited|long] [local|remote]   (root; make build first)
+    scripts/bench/answers.py [ROUNDS] [SECONDS] [direct|deny|unauth|limited|keyed|long] [local|remote]   (root; make build first)
 """
 import os
 import re
@@ -27,7 +28,7 @@ os.environ.setdefault("L7FAST_BUILD", str(TOP / "build"))
 
 import l7env  # noqa: E402
 import test_kernel_answers  # noqa: E402  (its policy: "hello", a direct response; "fenced", RBAC; "locked", JWT;
-#                                          "throttled", a rate limit)
+#                                          "throttled", a rate limit; "throttled-by-user", keyed)
 
 # what wrk asks for, and the route that answers: the kind of answer
 CASES = {
@@ -35,6 +36,7 @@ CASES = {
     "deny": ("fenced", "/fenced/x", ["-H", "X-Block: 1"]),  # rule "blocked": 403
     "unauth": ("locked", "/locked/x", []),  # no token: 401
     "limited": ("throttled", "/throttled/x", []),  # 1/s, burst 1: 429
+    "keyed": ("throttled-by-user", "/per-user/x", ["-H", "X-User: flood"]),  # the same, per X-User value
     "long": ("long", "/long/x", []),  # 1,100 bytes: the slow path's on both sides
 }
 

@@ -90,6 +90,11 @@ cluster = "app"
 match = {{ path_prefix = "/throttled" }}
 rate_limit = {{ rate = 1, burst = 1 }}
 [[route]]
+name = "throttled-by-user"
+cluster = "app"
+match = {{ path_prefix = "/per-user" }}
+rate_limit = {{ rate = 1, burst = 1, key = {{ header = "X-User" }} }}
+[[route]]
 name = "app"
 cluster = "app"
 match = {{ path_prefix = "/" }}

@@ -159,6 +159,8 @@ Decision BpfDecider::decide(std::string_view request, uint32_t listener, const s
     bss->args.listener = listener;
     bss->args.n_clusters = n_clusters_;
     bss->args.now_ns = now_ns_;
+    bss->args.family = client_family_;
+    std::memcpy(bss->args.client_ip, client_ip_.data(), sizeof(bss->args.client_ip));
     for (int i = 0; i < kPicks; i++) {
         bss->args.rr[i] = picks[i].rr;
         bss->args.random[2 * i] = picks[i].random[0];
@@ -206,6 +208,39 @@ uint64_t BpfDecider::bucket(uint32_t id) const
     if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.l7_buckets), &id, &v) != 0)
         throw std::runtime_error("reading l7_buckets: " + errstr(errno));
     return v;
+}
+
+std::shared_ptr<dataplane::BucketTable> BpfDecider::bucket_table() const
+{
+    return std::make_shared<dataplane::BucketTable>(bpf_map__fd(skel_->maps.l7_buckets), L7_MAX_BUCKETS,
+                                                    bpf_map__fd(skel_->maps.l7_rate_keys),
+                                                    bpf_program__fd(skel_->progs.l7_rate_take_user));
+}
+
+// The keyed table at l7_rate_keys[id] (a map-in-map lookup gives its id).
+Fd BpfDecider::key_table(uint32_t id) const
+{
+    uint32_t map_id = 0;
+    if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.l7_rate_keys), &id, &map_id) != 0)
+        throw std::runtime_error("no keyed table at l7_rate_keys[" + std::to_string(id) + "]: " + errstr(errno));
+    Fd fd(bpf_map_get_fd_by_id(map_id));
+    if (!fd.valid())
+        throw std::runtime_error("opening the keyed table: " + errstr(errno));
+    return fd;
+}
+
+std::optional<uint64_t> BpfDecider::key_bucket(uint32_t id, const l7_rate_key& key) const
+{
+    uint64_t v = 0;
+    if (bpf_map_lookup_elem(key_table(id).get(), &key, &v) != 0)
+        return std::nullopt;
+    return v;
+}
+
+void BpfDecider::set_key_bucket(uint32_t id, const l7_rate_key& key, uint64_t mark)
+{
+    if (bpf_map_update_elem(key_table(id).get(), &key, &mark, 0) != 0)
+        throw std::runtime_error("writing a key's bucket: " + errstr(errno));
 }
 
 void BpfDecider::set_bucket(uint32_t id, uint64_t mark)

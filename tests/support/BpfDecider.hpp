@@ -17,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/Fd.hpp"
+#include "dataplane/Dataplane.hpp"
 #include "dataplane/Tables.hpp"
 #include "compiler/PolicyCompiler.hpp"
 
@@ -119,6 +121,19 @@ public:
     // The harness's rate-limit bucket `id` (l7_buckets; bpf/include/l7_bucket.h).
     uint64_t bucket(uint32_t id) const;
     void set_bucket(uint32_t id, uint64_t mark);
+    // A BucketTable over the harness's l7_buckets and l7_rate_keys, taking
+    // keys' tokens with its l7_rate_take_user: what Dataplane gives the slow
+    // path's limiters.
+    std::shared_ptr<dataplane::BucketTable> bucket_table() const;
+    // The bucket of `key` in the keyed table of bucket `id`, if it has one.
+    std::optional<uint64_t> key_bucket(uint32_t id, const l7_rate_key& key) const;
+    void set_key_bucket(uint32_t id, const l7_rate_key& key, uint64_t mark);
+    // The client's address of the following decisions (AF_INET: ip[0..3]).
+    void set_client(uint16_t family, const std::array<uint8_t, 16>& ip)
+    {
+        client_family_ = family;
+        client_ip_ = ip;
+    }
 
 private:
     // Reads the harness's l7_config, applies `change`, writes it back.
@@ -134,6 +149,10 @@ private:
     uint32_t n_clusters_ = 0;
     uint64_t seed_ = 0;  // the active generation's string seed
     uint64_t now_ns_ = 0;
+    uint16_t client_family_ = 0;  // the harness's l7_conn_key zeroed, unless set
+    std::array<uint8_t, 16> client_ip_{};
+
+    Fd key_table(uint32_t id) const;
 };
 
 }  // namespace l7fast::testing

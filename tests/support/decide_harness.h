@@ -22,6 +22,10 @@ struct dh_args {
 	/* what bpf_ktime_get_boot_ns() returns (the JWT cache's deadlines, the
 	 * HS verifier's clock); 0: the kernel's own */
 	__u64 now_ns;
+	/* the client's address (l7_conn_key: family, client_ip) */
+	__u32 client_ip[4];
+	__u32 family;
+	__u32 pad2;
 };
 
 struct dh_out {

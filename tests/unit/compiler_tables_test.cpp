@@ -962,8 +962,9 @@ TEST(CompilerTables, KeylessRateLimitsRunInTheKernelOnTheLimitersBucket)
     EXPECT_EQ(resp.status, 429);
     EXPECT_EQ(resp.head_len, want.size() - std::string("too many requests\n").size());
 
+    // a keyed one whose limiter has no kernel table of its keys
     EXPECT_FALSE(t.placement[1].kernel);
-    EXPECT_EQ(t.placement[1].reason, "keyed rate limits run in user space");
+    EXPECT_EQ(t.placement[1].reason, "keyed rate limit without a kernel table (l7fastd runs it in user space)");
     EXPECT_FALSE(t.routes[1].flags & L7_RF_RATE);
     EXPECT_FALSE(t.placement[2].kernel);
     EXPECT_EQ(t.placement[2].reason, "rate limit without a kernel bucket (l7fastd runs it in user space)");
@@ -971,6 +972,37 @@ TEST(CompilerTables, KeylessRateLimitsRunInTheKernelOnTheLimitersBucket)
 
     // without a data plane's buckets every rate limit is user space's
     EXPECT_FALSE(compile_policy(p, pools).placement[0].kernel);
+}
+
+TEST(CompilerTables, KeyedRateLimitsRunInTheKernelKeyedByAHeaderOrTheSourceAddress)
+{
+    Policy p = load(route_block("by-header", "path_prefix = \"/h\"") + route_block("by-source", "path_prefix = \"/s\"") +
+                    route_block("by-cookie", "path_prefix = \"/c\"") + route_block("by-claim", "path_prefix = \"/j\""));
+    ASSERT_EQ(p.routes.size(), 4u);
+    p.routes[0].rate_limit = RateLimit{7, 30, RequestKey{RequestKey::Kind::Header, "X-Key"}, 10};
+    p.routes[1].rate_limit = RateLimit{7, 30, RequestKey{RequestKey::Kind::SourceIp, ""}, 10};
+    p.routes[2].rate_limit = RateLimit{7, 30, RequestKey{RequestKey::Kind::Cookie, "s"}, 10};
+    p.routes[3].rate_limit = RateLimit{7, 30, RequestKey{RequestKey::Kind::Claim, "sub"}, 10};
+    PoolIds pools;
+    CompileOptions options;
+    options.rate_bucket = [](size_t r) { return std::optional<uint32_t>(100 + static_cast<uint32_t>(r)); };
+    const CompiledTables t = compile(p, kSeed, pools.fn(), options);
+    ASSERT_TRUE(t.placement[0].kernel) << t.placement[0].reason;
+    ASSERT_TRUE(t.placement[1].kernel) << t.placement[1].reason;
+    EXPECT_EQ(t.routes[0].flags & (L7_RF_RATE | L7_RF_RATE_KEYED), L7_RF_RATE | L7_RF_RATE_KEYED);
+    EXPECT_EQ(t.routes[0].bucket, 100u);
+    // the key header has a match header slot, the one the route names
+    const uint16_t slot = t.routes[0].rate_key;
+    ASSERT_LT(slot, t.meta.n_match_hdrs);
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(t.meta.hdr_name[slot]), t.meta.hdr_name_len[slot]), "x-key");
+    EXPECT_EQ(t.routes[1].flags & (L7_RF_RATE | L7_RF_RATE_KEYED), L7_RF_RATE | L7_RF_RATE_KEYED);
+    EXPECT_EQ(t.routes[1].rate_key, L7_RATE_KEY_SOURCE);
+    EXPECT_EQ(t.routes[1].bucket, 101u);
+    EXPECT_FALSE(t.placement[2].kernel);
+    EXPECT_EQ(t.placement[2].reason, "rate limits keyed by a cookie run in user space");
+    EXPECT_FALSE(t.placement[3].kernel);
+    EXPECT_NE(t.placement[3].reason.find("rate limits keyed by a claim run in user space"), std::string::npos)
+        << t.placement[3].reason;
 }
 
 TEST(CompilerTables, AKernelRateLimitWithoutRoomForIts429StaysInTheKernel)

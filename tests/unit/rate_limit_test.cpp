@@ -240,7 +240,7 @@ TEST(RateLimiter, TheKeylessBucketCanBeTheKernels)
     bool released = false;
     {
         auto lease = std::shared_ptr<void>(&entry, [&](void*) { released = true; });
-        RateLimiter limiter(RateLimit{1, 2, std::nullopt, 100}, l7fast::dataplane::SharedBucket{7, &entry, lease});
+        RateLimiter limiter(RateLimit{1, 2, std::nullopt, 100}, l7fast::dataplane::SharedBucket{7, &entry, lease, {}});
         lease.reset();
         EXPECT_EQ(entry, 0u);
         EXPECT_EQ(limiter.kernel_bucket(), std::optional<uint32_t>(7));

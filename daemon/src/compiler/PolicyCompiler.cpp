@@ -72,6 +72,7 @@ struct RouteShape {
     std::optional<l7_mutation> mutation;  // request header mutation (L7_RF_MUTATE)
     std::optional<l7_response> response;  // the direct response (L7_RF_DIRECT)
     std::optional<uint32_t> bucket;       // the rate limit's l7_buckets entry (L7_RF_RATE)
+    std::optional<uint16_t> rate_key;     // keyed: l7_route.rate_key (L7_RF_RATE_KEYED)
     Reasons reasons;  // non-empty: user space
     // RBAC: the route's rules, shaped like routes (only the condition
     // fields are used), and where they are in space 1 once allocated
@@ -158,6 +159,14 @@ private:
         return std::nullopt;
     }
 
+    // Why header `name` got no match header slot.
+    static std::string no_slot(const std::string& name)
+    {
+        return name.size() > L7_MAX_HDR_NAME
+                   ? " is longer than " + std::to_string(L7_MAX_HDR_NAME) + " bytes"
+                   : " is beyond the " + std::to_string(L7_MAX_MATCH_HDRS) + " distinct header names";
+    }
+
     void assign_match_header(const std::string& name)
     {
         if (name.empty() || name.size() > L7_MAX_HDR_NAME || hdr_slot_.count(name) ||
@@ -207,6 +216,15 @@ private:
                 hdr_slot_.emplace(name, static_cast<uint32_t>(hdr_names_.size()));
                 hdr_names_.push_back(name);
             }
+        }
+        // and the key headers of keyed rate limits: the kernel takes a key's
+        // value where the matcher collected it
+        for (uint32_t r = 0; r < in_tables_; r++) {
+            const Route& route = p_.routes[r];
+            if (is_overflow_stand_in(r) || !route.offload || !p_.daemon.kernel_dataplane || !route.rate_limit ||
+                !route.rate_limit->key || route.rate_limit->key->kind != RequestKey::Kind::Header)
+                continue;
+            assign_match_header(lower(route.rate_limit->key->name));
         }
     }
 
@@ -320,17 +338,28 @@ private:
             s.reasons.add("per-route timeouts run in user space");
     }
 
-    // A keyless rate limit runs in the kernel on the bucket the slow path's
-    // limiter shares with it (RateLimiter); the 429 is the kernel's to send
-    // when its bytes fit.
+    // A rate limit runs in the kernel on the bucket the slow path's limiter
+    // shares with it (RateLimiter), a keyed one also on the kernel's table
+    // of its keys' buckets when the key is a header or the source address;
+    // the 429 is the kernel's to send when its bytes fit.
     void shape_rate_limit(uint32_t r, RouteShape& s)
     {
         const Route& route = p_.routes[r];
         if (!route.rate_limit)
             return;
-        if (route.rate_limit->key) {
-            s.reasons.add("keyed rate limits run in user space");
-            return;
+        if (const auto& key = route.rate_limit->key) {
+            if (key->kind == RequestKey::Kind::SourceIp) {
+                s.rate_key = L7_RATE_KEY_SOURCE;
+            } else if (key->kind != RequestKey::Kind::Header) {
+                s.reasons.add(std::string("rate limits keyed by a ") +
+                              (key->kind == RequestKey::Kind::Cookie ? "cookie" : "claim") + " run in user space");
+                return;
+            } else if (auto slot = hdr_slot_.find(lower(key->name)); slot != hdr_slot_.end()) {
+                s.rate_key = static_cast<uint16_t>(slot->second);
+            } else {
+                s.reasons.add("its rate limit's key header " + key->name + no_slot(key->name));
+                return;
+            }
         }
         if (route.rate_limit->rate == 0 || route.rate_limit->burst == 0) {
             // the loader refuses these; the kernel's 429 says retry-after: 1
@@ -339,7 +368,8 @@ private:
         }
         s.bucket = rate_bucket_ ? rate_bucket_(r) : std::nullopt;
         if (!s.bucket || *s.bucket >= L7_MAX_BUCKETS)
-            s.reasons.add("rate limit without a kernel bucket (l7fastd runs it in user space)");
+            s.reasons.add(s.rate_key ? "keyed rate limit without a kernel table (l7fastd runs it in user space)"
+                                     : "rate limit without a kernel bucket (l7fastd runs it in user space)");
     }
 
     // Each rule is shaped like a route's match; anything the kernel cannot
@@ -690,10 +720,7 @@ private:
         case RequestKey::Kind::Header: {
             auto slot = hdr_slot_.find(lower(c.hash_key->name));
             if (slot == hdr_slot_.end()) {
-                why = user + "its hash_key header " + c.hash_key->name +
-                      (c.hash_key->name.size() > L7_MAX_HDR_NAME
-                           ? " is longer than " + std::to_string(L7_MAX_HDR_NAME) + " bytes"
-                           : " is beyond the " + std::to_string(L7_MAX_MATCH_HDRS) + " distinct header names");
+                why = user + "its hash_key header " + c.hash_key->name + no_slot(c.hash_key->name);
                 return false;
             }
             out.key_kind = L7_LBK_HEADER;
@@ -874,6 +901,10 @@ private:
                 const RateLimit& rl = *p_.routes[r].rate_limit;
                 out.flags |= L7_RF_RATE;
                 out.bucket = *s.bucket;
+                if (s.rate_key) {
+                    out.flags |= L7_RF_RATE_KEYED;
+                    out.rate_key = *s.rate_key;
+                }
                 out.rate = rl.rate;
                 out.burst = rl.burst;
                 // rate >= 1: a wait is at most 1 s, the 429 is always this one

@@ -618,18 +618,25 @@ std::optional<std::string> Explainer::run(const ExplainRequest& req, std::string
             .field("stage", "rate_limit")
             .field("rate", static_cast<uint64_t>(rl.rate))
             .field("burst", static_cast<uint64_t>(rl.burst));
+        // a kernel route's rate limit is on the kernel's buckets (the
+        // compiler places it in user space otherwise), but for a key longer
+        // than the kernel keeps: the data plane hands that request over
+        bool kernel_bucket = route_in_kernel(ri);
         if (rl.key) {
             w_.field("key", key_text(*rl.key));
-            if (auto kv = policy::request_key(*rl.key, view, v.claims))
+            if (auto kv = policy::request_key(*rl.key, view, v.claims)) {
                 w_.field("key_value", key_value_text(*rl.key, *kv));
-            else
+                if (kernel_bucket && kv->size() > L7_RATE_KEY_MAX) {
+                    kernel_bucket = false;
+                    user_plane("rate_key", "its rate-limit key is longer than " + std::to_string(L7_RATE_KEY_MAX) +
+                                               " bytes: the slow path keeps that key's bucket");
+                }
+            } else {
                 w_.key("key_value").null();
+            }
         } else {
             w_.field("key", "route");
         }
-        // a kernel route's rate limit is keyless and on the kernel's bucket
-        // (the compiler places it in user space otherwise)
-        const bool kernel_bucket = route_in_kernel(ri);
         const bool kernel_429 = kernel_bucket && placement_.routes[ri].kernel_limited;
         w_.field("bucket", kernel_bucket ? "kernel (shared with the slow path)" : "user space");
         w_.field("note", kernel_429

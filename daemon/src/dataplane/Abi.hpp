@@ -6,7 +6,9 @@
 #include <sys/socket.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "l7fast_abi.h"
@@ -27,10 +29,15 @@ std::string to_string(const l7_conn_key& k);
 // share; bpf/include/l7_bucket.h) as BucketTable leases it: `state` is the
 // mmapped entry, `id` its index (l7_route.bucket); `lease` frees the id
 // when its last copy goes.
+// A keyed limit's lease also has the kernel's table of its keys' buckets
+// (l7_rate_keys[id]): `take_key` takes a token from a key's bucket there
+// (l7_rate_take_user), returning l7_bucket_take()'s answer or nullopt when
+// the kernel refused the call.
 struct SharedBucket {
     uint32_t id = 0;
     __u64* state = nullptr;
     std::shared_ptr<void> lease;
+    std::function<std::optional<uint64_t>(const l7_rate_key&, uint32_t rate, uint32_t burst)> take_key;
 };
 
 // One route's counters, as l7_route_stats holds them: the data plane's per

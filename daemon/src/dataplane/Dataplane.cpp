@@ -237,32 +237,83 @@ template class MappedArray<uint64_t>;
 template class MappedArray<l7_pool>;
 template class MappedArray<l7_conn_sync>;
 
-BucketTable::BucketTable(int map_fd, uint32_t entries)
+BucketTable::BucketTable(int map_fd, uint32_t entries, int keys_fd, int take_fd)
     : entries_(map_fd, entries, "l7_buckets"), used_(entries, false)
 {
+    if (keys_fd >= 0 && take_fd >= 0) {
+        keys_fd_.reset(fcntl(keys_fd, F_DUPFD_CLOEXEC, 3));
+        take_fd_.reset(fcntl(take_fd, F_DUPFD_CLOEXEC, 3));
+        if (!keys_fd_.valid() || !take_fd_.valid())
+            throw DataplaneError("duplicating the keyed rate limits' descriptors: " + errstr(errno));
+    }
 }
 
-std::optional<SharedBucket> BucketTable::lease()
+// l7_rate_keys[id]: a fresh table of `entries` keys' buckets (the outer map
+// holds the only reference once it is in).
+bool BucketTable::make_keys_table(uint32_t id, uint64_t entries)
 {
+    LIBBPF_OPTS(bpf_map_create_opts, o);
+    Fd t(bpf_map_create(BPF_MAP_TYPE_LRU_HASH, "l7_rate_key", sizeof(l7_rate_key), sizeof(__u64),
+                        static_cast<uint32_t>(entries), &o));
+    if (!t.valid()) {
+        log::warning("cannot make the kernel's table of ", entries, " rate-limit keys (", errstr(errno),
+                     "): that keyed rate limit runs in user space");
+        return false;
+    }
+    const int fd = t.get();
+    if (bpf_map_update_elem(keys_fd_.get(), &id, &fd, BPF_ANY) != 0) {
+        log::warning("cannot install the kernel's table of rate-limit keys (", errstr(errno),
+                     "): that keyed rate limit runs in user space");
+        return false;
+    }
+    return true;
+}
+
+std::optional<SharedBucket> BucketTable::lease(std::optional<uint32_t> max_keys)
+{
+    uint64_t keys = 0;
+    if (max_keys) {
+        const long cpus = libbpf_num_possible_cpus();
+        keys = uint64_t{*max_keys} + uint64_t{kLruSlack} * static_cast<uint64_t>(cpus > 0 ? cpus : 1);
+        if (!keys_fd_.valid() || kernel_keys_ + keys > kMaxKernelKeys)
+            return std::nullopt;
+    }
     const auto n = static_cast<uint32_t>(used_.size());
     for (uint32_t k = 0; k < n; k++) {
         const uint32_t id = (cursor_ + k) % n;
         if (used_[id])
             continue;
         uint64_t* e = entries_.at(id);
-        if (!e)
+        if (!e || (keys && !make_keys_table(id, keys)))
             return std::nullopt;
         used_[id] = true;
         leased_++;
+        kernel_keys_ += keys;
         cursor_ = (id + 1) % n;
         __atomic_store_n(e, uint64_t{0}, __ATOMIC_SEQ_CST);
         SharedBucket l;
         l.id = id;
         l.state = reinterpret_cast<__u64*>(e);
-        l.lease = std::shared_ptr<void>(e, [table = shared_from_this(), id](void*) {
+        l.lease = std::shared_ptr<void>(e, [table = shared_from_this(), id, keys](void*) {
+            if (keys)
+                bpf_map_delete_elem(table->keys_fd_.get(), &id);
+            table->kernel_keys_ -= keys;
             table->used_[id] = false;
             table->leased_--;
         });
+        if (keys)
+            l.take_key = [table = shared_from_this(), id](const l7_rate_key& key, uint32_t rate,
+                                                          uint32_t burst) -> std::optional<uint64_t> {
+                l7_rate_take_args a{};
+                a.bucket = id;
+                a.rate = rate;
+                a.burst = burst;
+                a.key = key;
+                LIBBPF_OPTS(bpf_test_run_opts, run, .ctx_in = &a, .ctx_size_in = sizeof(a));
+                if (bpf_prog_test_run_opts(table->take_fd_.get(), &run) != 0 || run.retval != 0)
+                    return std::nullopt;
+                return a.wait;
+            };
         return l;
     }
     return std::nullopt;
@@ -306,7 +357,9 @@ Dataplane::Dataplane(const DataplaneOptions& opts) : opts_(opts)
     conn_sync_ = MappedArray<l7_conn_sync>(bpf_map__fd(skel_->maps.l7_conn_sync), L7_MAX_CONNS,
                                            "l7_conn_sync");
     // adopted buckets are not: a restart starts every limiter afresh
-    buckets_ = std::make_shared<BucketTable>(bpf_map__fd(skel_->maps.l7_buckets), L7_MAX_BUCKETS);
+    buckets_ = std::make_shared<BucketTable>(bpf_map__fd(skel_->maps.l7_buckets), L7_MAX_BUCKETS,
+                                             bpf_map__fd(skel_->maps.l7_rate_keys),
+                                             bpf_program__fd(skel_->progs.l7_rate_take_user));
     if (const auto& f = test_faults(); f.conns_max)
         remote_capacity_ = *f.conns_max;
     remote_used_.assign(L7_MAX_CONNS - L7_CONNS_LOCAL, false);

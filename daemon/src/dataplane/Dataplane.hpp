@@ -96,19 +96,38 @@ private:
 // kernel routes. A lease keeps the table (and its mapping) alive and frees
 // its id when the last holder lets go, so limiters may outlive the
 // Dataplane. Single-threaded, like the daemon's event loop.
+//
+// A keyed limit's lease (`max_keys`) also gets a table of its keys' buckets
+// in l7_rate_keys (`keys_fd`, an array of maps) at its id: an LRU hash of
+// max_keys + kLruSlack * CPUs entries (the kernel's LRU frees entries in
+// batches of up to 128 per CPU, so that many more keep max_keys of them),
+// taken from by l7_rate_take_user (`take_fd`) for the slow path. The tables'
+// entries together are at most kMaxKernelKeys (their memory is the kernel's,
+// preallocated); a lease beyond that, or whose table cannot be made, is
+// nullopt and the limit runs in user space.
 class BucketTable : public std::enable_shared_from_this<BucketTable> {
 public:
-    BucketTable(int map_fd, uint32_t entries);
+    static constexpr uint64_t kMaxKernelKeys = 1u << 20;
+    static constexpr uint32_t kLruSlack = 128;
+
+    BucketTable(int map_fd, uint32_t entries, int keys_fd = -1, int take_fd = -1);
     // An entry reset to 0 (a fresh, full bucket); nullopt when every id is
-    // leased (or its page cannot be mapped).
-    std::optional<SharedBucket> lease();
+    // leased (or its page cannot be mapped), or, keyed, see above.
+    std::optional<SharedBucket> lease(std::optional<uint32_t> max_keys = std::nullopt);
     size_t leased() const { return leased_; }
+    // entries of the keyed tables leased now
+    uint64_t kernel_keys() const { return kernel_keys_; }
 
 private:
+    bool make_keys_table(uint32_t id, uint64_t entries);
+
     MappedArray<uint64_t> entries_;
     std::vector<bool> used_;
     size_t leased_ = 0;
     uint32_t cursor_ = 0;
+    Fd keys_fd_;  // duplicates: a lease may outlive the Dataplane
+    Fd take_fd_;
+    uint64_t kernel_keys_ = 0;
 };
 
 class Dataplane {

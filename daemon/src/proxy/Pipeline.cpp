@@ -91,9 +91,16 @@ std::optional<policy::PolicyError> build_pipeline_state(PolicyRuntime& rt, const
                 }
             }
             if (!limiter) {
+                // the kernel keeps the buckets of header and source-address
+                // keys (bpf/lib/decide.h l7_rate_key_of), not of cookies or
+                // claims
                 std::optional<dataplane::SharedBucket> shared;
-                if (!r.rate_limit->key && buckets)
-                    shared = buckets();
+                const auto& key = r.rate_limit->key;
+                if (buckets && !key)
+                    shared = buckets(std::nullopt);
+                else if (buckets && (key->kind == policy::RequestKey::Kind::Header ||
+                                     key->kind == policy::RequestKey::Kind::SourceIp))
+                    shared = buckets(r.rate_limit->max_keys);
                 limiter = std::make_shared<policy::RateLimiter>(*r.rate_limit, std::move(shared));
             }
         }

@@ -40,9 +40,11 @@ void set_client_address(policy::RequestView& view, const l7_conn_key& key);
 // hand everyone a fresh budget. Returns the first error, located where the
 // provider, cluster or route is written (proxy/Prepare.hpp runs this).
 // `buckets`, when given, hands the new limiter of a route with a keyless
-// rate limit the kernel's bucket to share (the data plane's l7_buckets); a
-// route without one is rate-limited in user space only.
-using BucketSource = std::function<std::optional<dataplane::SharedBucket>()>;
+// rate limit the kernel's bucket to share (the data plane's l7_buckets), and
+// that of a limit keyed by a header or the source address also the kernel's
+// table of its keys' buckets (`max_keys` of them: l7_rate_keys); a route
+// without one is rate-limited in user space only.
+using BucketSource = std::function<std::optional<dataplane::SharedBucket>(std::optional<uint32_t> max_keys)>;
 std::optional<policy::PolicyError> build_pipeline_state(PolicyRuntime& rt, const PolicyRuntime* previous,
                                                         const BucketSource& buckets = {});
 

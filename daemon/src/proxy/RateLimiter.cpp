@@ -2,11 +2,13 @@
 
 #include <openssl/evp.h>
 
+#include <cstring>
 #include <random>
 #include <stdexcept>
 
 #include "common/Clock.hpp"
 #include "common/KernelHash.hpp"
+#include "common/Log.hpp"
 
 namespace l7fast::policy {
 
@@ -66,6 +68,23 @@ uint64_t RateLimiter::take(std::optional<std::string_view> key, uint64_t now_ns)
     }
     if (!key)
         return l7_bucket_take(&keyless_, now_ns, rate_, burst_);
+    if (kernel_keys() && key->size() <= L7_RATE_KEY_MAX) {
+        l7_rate_key k{};
+        std::memcpy(k.word, key->data(), key->size());
+        k.len = static_cast<__u32>(key->size());
+        std::optional<uint64_t> wait;
+        // every lost race is another taker's token (lock-free)
+        do {
+            wait = shared_->take_key(k, rate_, burst_);
+        } while (wait && *wait == L7_BUCKET_BUSY);
+        if (wait)
+            return *wait;
+        // the kernel refused (out of memory): this key's bucket is kept
+        // here until it works again
+        if (!take_key_failed_++)
+            log::warning("a keyed rate limit cannot reach the kernel's table of its keys; keys are counted "
+                         "in l7fastd meanwhile");
+    }
     const std::string stored = stored_key(*key);
     if (auto it = index_.find(stored); it != index_.end()) {
         lru_.splice(lru_.begin(), lru_, it->second);

@@ -5,8 +5,11 @@
 // again with a full bucket), plus one bucket shared by every request that
 // has no key. The keyless bucket of a route the kernel rate-limits is the
 // kernel's own (SharedBucket): both take from it with compare-and-swap, so a
-// request counts once whichever path serves it. Not thread-safe otherwise:
-// one per route on the daemon's io_context.
+// request counts once whichever path serves it. So are the buckets of a
+// keyed limit's keys of up to L7_RATE_KEY_MAX bytes when the kernel keeps
+// them (SharedBucket::take_key; its table evicts as the kernel's LRU does);
+// longer keys, which the kernel hands over, stay here. Not thread-safe
+// otherwise: one per route on the daemon's io_context.
 #pragma once
 
 #include <cstddef>
@@ -29,10 +32,10 @@ class RateLimiter {
 public:
     // Keys longer than this are stored as their SHA-256 digest, so hostile
     // header values cannot make a bucket table of max_keys * 64 KiB.
-    static constexpr size_t kMaxKeyBytes = 64;
+    static constexpr size_t kMaxKeyBytes = L7_RATE_KEY_MAX;
 
     // `shared`: the keyless bucket lives there (a fresh, full one: its
-    // entry is reset to 0 here).
+    // entry is reset to 0 here), and with take_key the keys' buckets.
     explicit RateLimiter(const RateLimit& limit, std::optional<dataplane::SharedBucket> shared = std::nullopt);
     RateLimiter(uint32_t rate, uint32_t burst, uint32_t max_keys);
 
@@ -43,11 +46,14 @@ public:
     // milliseconds until a token is available (l7_bucket_take()).
     uint64_t take(std::optional<std::string_view> key, uint64_t now_ns);
 
-    // The kernel's bucket of requests without the key, if it is shared.
+    // The kernel's bucket of requests without the key (and, keyed, its
+    // table of keys' buckets), if it is shared.
     std::optional<uint32_t> kernel_bucket() const
     {
         return shared_ ? std::optional<uint32_t>(shared_->id) : std::nullopt;
     }
+    // Whether the kernel keeps the buckets of keys of up to L7_RATE_KEY_MAX bytes.
+    bool kernel_keys() const { return shared_ && shared_->take_key; }
 
     size_t keys() const { return index_.size(); }
     uint32_t rate() const { return rate_; }
@@ -67,6 +73,7 @@ private:
     __u64 keyless_ = 0;
     std::optional<dataplane::SharedBucket> shared_;
     Lru lru_;
+    uint64_t take_key_failed_ = 0;
     // views into lru_'s strings (list nodes never move); a seeded hash, so
     // clients cannot choose colliding keys
     std::unordered_map<std::string_view, Lru::iterator, SeededHash> index_;

@@ -119,6 +119,9 @@ int decide(void *ctx)
 	conn.state = L7_CONN_USED;
 	conn.listener_id = args.listener;
 	conn.last_slot = L7_NO_SLOT;
+	conn.key.family = (__u16)args.family;
+	for (i = 0; i < 4; i++)
+		conn.key.client_ip[i] = args.client_ip[i];
 
 	dh_set_rr(gen, args.rr[0]);
 	draw_next = 0;

@@ -371,6 +371,31 @@ for r in json.load(sys.stdin)["routes"]:
 	else
 		fail rate-limit-kernel "got '$quota'; route quota: before '$before_quota', after '$after_quota' (kernel user placement)"
 	fi
+	# keyed (a bucket of 3 at 1/s per X-User): alice until her first 429,
+	# every one in the kernel; bob, new, asking to close: the slow path
+	# takes his first token from his bucket in the kernel's table (l7fastd
+	# runs l7_rate_take_user, which it logs if it cannot), and his next
+	# request is the kernel's, from the same bucket
+	before_pu=$(route_k per-user)
+	pu=""
+	for i in $(seq 1 40); do
+		code=$(curl -s --max-time 5 -o /dev/null -w '%{http_code}' -H 'X-User: alice' "http://$LISTEN/per-user/$i")
+		pu="$pu $code"
+		[ "$code" = 429 ] && break
+	done
+	npu=$(wc -w <<<"$pu")
+	bob=$(curl -s --max-time 5 -o /dev/null -w '%{http_code}' -H 'X-User: bob' -H 'Connection: close' "http://$LISTEN/per-user/b")
+	bob="$bob $(curl -s --max-time 5 -o /dev/null -w '%{http_code}' -H 'X-User: bob' "http://$LISTEN/per-user/b")"
+	after_pu=$(route_k per-user)
+	unreached=$(journalctl -u l7fast --no-pager -o cat | grep -c "cannot reach the kernel's table of its keys")
+	read -r ka ua pa <<<"$after_pu"
+	read -r kb ub pb <<<"$before_pu"
+	if [ "$pa" = kernel ] && [[ "$pu" =~ ^\ 200\ 200\ 200(\ 200)*\ 429$ ]] && [ "$bob" = "200 200" ] &&
+		[ "$unreached" = 0 ] && [ $((ka - kb)) -eq $((npu + 1)) ] && [ $((ua - ub)) -eq 1 ]; then
+		pass rate-limit-keyed-kernel "route per-user ($pa): alice$pu, bob closing then not: $bob; kernel $kb -> $ka, user $ub -> $ua"
+	else
+		fail rate-limit-keyed-kernel "alice '$pu', bob '$bob', 'cannot reach' logged $unreached times; route per-user: before '$before_pu', after '$after_pu' (kernel user placement)"
+	fi
 	# the provider's HS256 secret went into l7fast.ko's key table on this
 	# reload: the module says so itself (generic netlink), and so does status
 	if [ -d /sys/module/l7fast ]; then

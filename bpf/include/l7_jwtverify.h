@@ -11,9 +11,13 @@
  *    the reference (l7_jwt_headers: alg an HMAC the provider accepts, every
  *    key of that kid and alg in the module, of the current key epoch), else
  *    L7_R_JWT_HEADER; so the header's JSON is never parsed here;
- *  - three parts, the signature exactly the MAC's base64url length, both
- *    the signature and the payload canonical base64url (l7f_b64url_decode,
- *    no padding), else L7_R_JWT_SHAPE;
+ *  - three parts, else 401 malformed (the reference's first check after
+ *    the size);
+ *  - the signature and the payload decoded (l7f_b64url_decode, no
+ *    padding): either not canonical base64url is 401 malformed, a
+ *    signature of another length than the MAC's 401 bad_signature, as in
+ *    the reference; a part too long for the buffers, or an empty payload,
+ *    is L7_R_JWT_SHAPE;
  *  - the MAC by l7f_hmac_verify (constant time) with every key of the
  *    header's kid and alg; none matches: 401 bad_signature. A module error
  *    (a key gone) or a key epoch that changed meanwhile: L7_R_JWT_MODULE;
@@ -41,6 +45,9 @@ const volatile __u32 cfg_kfuncs = 0;
 
 #ifndef EBADMSG
 #define EBADMSG 74
+#endif
+#ifndef EINVAL
+#define EINVAL 22
 #endif
 
 #define L7_JWT_MAX_SIG 88 /* base64url of a 64-byte MAC, rounded up */
@@ -152,7 +159,7 @@ __noinline int l7_g_jwt_verify(struct l7_scratch *s, struct l7_config *cfg, __u3
 	struct l7_window w;
 	__u32 pk, epoch, ml, sl, pay_off, pay_len, d1, d2;
 	__u8 *src;
-	int r, ok;
+	int r, ok, sig;
 
 	if (!cfg_kfuncs)
 		return L7_R_JWT_MISS;
@@ -182,7 +189,12 @@ __noinline int l7_g_jwt_verify(struct l7_scratch *s, struct l7_config *cfg, __u3
 	L7_LOOP(L7_JWT_WORDS, l7_jwt_dots_cb, &d);
 	d1 = s->jwt.d1;
 	d2 = s->jwt.d2;
-	if (s->jwt.n_dots != 2 || d2 >= len || d1 >= d2)
+	/* not three parts: the reference's first check after the size */
+	if (s->jwt.n_dots != 2) {
+		s->dec.detail = L7_ANS_DETAIL_MALFORMED;
+		return L7_R_JWT_BAD;
+	}
+	if (d2 >= len || d1 >= d2)
 		return L7_R_JWT_SHAPE;
 	if (d1 == 0 || d1 > L7_JWT_MAX_HDR)
 		return L7_R_JWT_HEADER;
@@ -215,25 +227,41 @@ __noinline int l7_g_jwt_verify(struct l7_scratch *s, struct l7_config *cfg, __u3
 		return L7_R_JWT_HEADER;
 	ml = h->mac_len;
 
-	/* the signature: exactly the MAC's unpadded base64url */
+	/*
+	 * The signature and the payload, decoded, as the reference does
+	 * before any signature work: either not canonical base64url is
+	 * Malformed (the kfunc's -EINVAL is exactly the reference's refusal;
+	 * it says -ENOSPC, before looking at the bytes, when they would not
+	 * fit: undecided, the slow path's); a signature that decodes to
+	 * another length than the MAC's is BadSignature (the reference
+	 * compares lengths first).
+	 */
 	sl = len - d2 - 1;
-	if (sl != L7F_B64_ENC_LEN_NOPAD(ml) || sl > L7_JWT_MAX_SIG || ml > sizeof(s->jwt.mac))
+	if (sl > L7_JWT_MAX_SIG || ml > sizeof(s->jwt.mac))
 		return L7_R_JWT_SHAPE;
-	src = L7_JWT_WIN_PTR(s, off + d2 + 1);
-	r = l7f_b64url_decode(src, sl, s->jwt.mac, sizeof(s->jwt.mac), L7F_B64_PAD_FORBIDDEN);
-	if (r != (int)ml)
-		return L7_R_JWT_SHAPE;
-
-	/* the payload, decoded (canonical base64url, as the reference wants
-	 * it before any signature work) */
+	sig = 0;
+	if (sl) {
+		src = L7_JWT_WIN_PTR(s, off + d2 + 1);
+		sig = l7f_b64url_decode(src, sl, s->jwt.mac, sizeof(s->jwt.mac), L7F_B64_PAD_FORBIDDEN);
+		if (sig < 0 && sig != -EINVAL)
+			return L7_R_JWT_SHAPE;
+	}
 	pay_off = off + d1 + 1;
 	pay_len = d2 - d1 - 1;
 	if (pay_len == 0 || pay_len > L7_JWT_MAX_TOKEN)
 		return L7_R_JWT_SHAPE;
 	src = L7_JWT_WIN_PTR(s, pay_off);
 	r = l7f_b64url_decode(src, pay_len, s->jwt.payload, L7_JWT_PAYLOAD_BUF, L7F_B64_PAD_FORBIDDEN);
-	if (r <= 0 || r > L7_JWT_PAYLOAD_BUF)
+	if ((r < 0 && r != -EINVAL) || r == 0 || r > L7_JWT_PAYLOAD_BUF)
 		return L7_R_JWT_SHAPE;
+	if (sig == -EINVAL || r == -EINVAL) {
+		s->dec.detail = L7_ANS_DETAIL_MALFORMED;
+		return L7_R_JWT_BAD;
+	}
+	if (sig != (int)ml) {
+		s->dec.detail = L7_ANS_DETAIL_BAD_SIGNATURE;
+		return L7_R_JWT_BAD;
+	}
 
 	/* the MAC over header.payload, by every key of the header's kid and alg */
 	ok = l7_g_jwt_mac(s, h, off, d2);

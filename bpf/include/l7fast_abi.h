@@ -717,6 +717,8 @@ enum l7_answer_kind {
 #define L7_ANS_DETAIL_BAD_ISSUER 5    /* Reason::BadIssuer */
 #define L7_ANS_DETAIL_BAD_AUDIENCE 6  /* Reason::BadAudience */
 #define L7_ANS_DETAIL_MISSING_EXP 7   /* Reason::MissingExp */
+#define L7_ANS_DETAIL_MALFORMED 8     /* Reason::Malformed: not three parts, or a part
+				       * that is not canonical base64url */
 
 /* l7_rule_denied: the kernel's RBAC denials by deciding rule, index gen *
  * L7_MAX_RULES + the rule's bit (l7_route.rule_first + its position); a

@@ -56,6 +56,7 @@ Reason kernel_refusal_reason(uint32_t detail)
     case L7_ANS_DETAIL_BAD_ISSUER: return Reason::BadIssuer;
     case L7_ANS_DETAIL_BAD_AUDIENCE: return Reason::BadAudience;
     case L7_ANS_DETAIL_MISSING_EXP: return Reason::MissingExp;
+    case L7_ANS_DETAIL_MALFORMED: return Reason::Malformed;
     default: return Reason::Malformed;
     }
 }

@@ -186,16 +186,29 @@ def main():
     st, hdr, _ = get("/api/v1/items")
     out["missing"] = st
     out["missing_www_authenticate"] = hdr.get("www-authenticate", "")
-    # decided in the kernel where l7fast.ko verifies (the claims), or by
-    # the slow path (a header the kernel does not recognise, alg none); a
-    # 401 is the same bytes whoever sends it
+    # decided in the kernel where l7fast.ko verifies (the claims, the
+    # parts' form), or by the slow path (a header the kernel does not
+    # recognise: alg none, RS256, a kid it has no key of); a 401 is the
+    # same bytes whoever sends it
     now = int(time.time())
     bad = {
         "expired": token({"iss": ISSUER, "exp": now - 3600}),
         "not_yet_valid": token({"iss": ISSUER, "exp": now + 600, "nbf": now + 3600}),
         "wrong_issuer": token({"iss": "https://other.systest", "exp": now + 600}),
         "alg_none": token({"iss": ISSUER, "exp": now + 600}, header={"alg": "none", "typ": "JWT"}),
+        # HS/RS confusion: RS256 named, signed with the HMAC secret
+        "rs_confusion": token({"iss": ISSUER, "exp": now + 600}, header={"alg": "RS256", "typ": "JWT"}),
+        "unknown_kid": token({"iss": ISSUER, "exp": now + 600}, header={"alg": "HS256", "kid": "nope", "typ": "JWT"}),
     }
+    good_now = token({"iss": ISSUER, "sub": "shapes", "exp": now + 600})
+    h, p, sig = good_now.split(".")
+    bad.update({
+        "truncated_signature": f"{h}.{p}.{sig[:-3]}",  # 30 canonical bytes: the wrong length
+        "padded_signature": good_now + "=",
+        "bad_base64url_payload": f"{h}.*{p[1:]}.{sig}",
+        "two_parts": f"{h}.{p}",
+        "four_parts": good_now + ".x",
+    })
     answers = {}
     for name, tok in bad.items():
         answers[name] = raw_get(host, int(port), "/api/v1/items", {"Authorization": "Bearer " + tok})

@@ -290,10 +290,14 @@ for r in json.load(sys.stdin)["routes"]:
 	[ "$(echo "$jr" | jget sticky)" = True ] && [ "$(echo "$jr" | jget backends)" = "['alpha', 'beta', 'gamma']" ] &&
 		pass ring-hash "30 users x 4 requests: each user on one backend, users on alpha, beta and gamma" ||
 		fail ring-hash "$jr"
-	[ "$(echo "$jr" | jget expired)" = 401 ] && [ "$(echo "$jr" | jget not_yet_valid)" = 401 ] &&
-		[ "$(echo "$jr" | jget wrong_issuer)" = 401 ] && [ "$(echo "$jr" | jget alg_none)" = 401 ] &&
-		[ "$(echo "$jr" | jget same_401_bytes)" = True ] && [ "$(echo "$jr" | jget odd_header)" = 200 ] &&
-		pass jwt-claims "expired, not yet valid, wrong issuer, alg none: 401, the same bytes as the forged token's; a valid token with another header shape: 200" ||
+	shapes=(expired not_yet_valid wrong_issuer alg_none rs_confusion unknown_kid truncated_signature
+		padded_signature bad_base64url_payload two_parts four_parts)
+	refused=1
+	for shape in "${shapes[@]}"; do
+		[ "$(echo "$jr" | jget "$shape")" = 401 ] || refused=0
+	done
+	[ $refused = 1 ] && [ "$(echo "$jr" | jget same_401_bytes)" = True ] && [ "$(echo "$jr" | jget odd_header)" = 200 ] &&
+		pass jwt-claims "${shapes[*]}: 401, the same bytes as the forged token's; a valid token with another header shape: 200" ||
 		fail jwt-claims "$jr"
 	# requests_kernel requests_user placement, before -> after
 	read -r ka ua pa <<<"$after_api"
@@ -303,28 +307,29 @@ for r in json.load(sys.stdin)["routes"]:
 		# l7fast.ko verifies HS256 in the kernel: the 50 valid requests
 		# (the first verified there, the other 49 admitted from the cache
 		# it filled), the forged token (twice), the expired,
-		# not yet valid, wrong-issuer and missing ones (401 from the
-		# kernel); alg none and the header with "cty" are not forms the
-		# kernel recognises
-		want_k=56 want_u=2
+		# not yet valid, wrong-issuer and missing ones, the truncated and
+		# padded signatures, the payload that is not base64url, two and
+		# four parts (401 from the kernel); alg none, RS256, the unknown
+		# kid and the header with "cty" are not forms the kernel recognises
+		want_k=61 want_u=4
 	else
 		# the first valid token is verified by the slow path, the other 49
 		# are admitted from the cache; the slow path verifies the forged
-		# (twice), expired, not yet valid, wrong-issuer, alg-none and "cty"
-		# tokens; the kernel sends the 401 for the missing one
-		want_k=50 want_u=8
+		# (twice) and every other refused shape (12), and the "cty"
+		# token; the kernel sends the 401 for the missing one
+		want_k=50 want_u=15
 	fi
 	if [ "$pa" = kernel ] && [ $((ka - kb)) -eq $want_k ] && [ $((ua - ub)) -eq $want_u ]; then
-		pass jwt-kernel-path "route api ($pa): kernel $kb -> $ka, user $ub -> $ua for 58 requests; to_slow_path_jwt_header $hdr_before -> $hdr_after"
+		pass jwt-kernel-path "route api ($pa): kernel $kb -> $ka, user $ub -> $ua for 65 requests; to_slow_path_jwt_header $hdr_before -> $hdr_after"
 	else
 		fail jwt-kernel-path "route api: before '$before_api', after '$after_api' (kernel user placement; want +$want_k +$want_u); to_slow_path_jwt_header $hdr_before -> $hdr_after"
 	fi
 	if [ -d /sys/module/l7fast ]; then
 		st=$(dbusq GetStatus | jget 'features.JWT in the kernel')
-		if [ $((hdr_after - hdr_before)) -eq 2 ] && [[ "$st" == "HS256/384/512 verified by the data plane with l7fast.ko ("*"; sys: in the kernel" ]]; then
-			pass jwt-kernel-verify "header forms the kernel does not know: 2 to the slow path; status: $st"
+		if [ $((hdr_after - hdr_before)) -eq 4 ] && [[ "$st" == "HS256/384/512 verified by the data plane with l7fast.ko ("*"; sys: in the kernel" ]]; then
+			pass jwt-kernel-verify "header forms the kernel does not know (alg none, RS256, unknown kid, cty): 4 to the slow path; status: $st"
 		else
-			fail jwt-kernel-verify "to_slow_path_jwt_header $hdr_before -> $hdr_after (want +2); status: '$st'"
+			fail jwt-kernel-verify "to_slow_path_jwt_header $hdr_before -> $hdr_after (want +4); status: '$st'"
 		fi
 	fi
 	# RBAC: the kernel sends the route's denial itself (local clients):
@@ -431,15 +436,15 @@ for r in json.load(sys.stdin)["routes"]:
 			read -r ka ua pa <<<"$after_api"
 			read -r kb ub pb <<<"$before_api"
 			# as without the module: the slow path verifies the first
-			# valid token, the forged, expired, not yet valid,
-			# wrong-issuer, alg-none and "cty" ones
+			# valid token, the forged ones, every refused shape and the
+			# "cty" one
 			if [[ "$st" == *"; sys: cache only, verify_in_kernel = false" ]] &&
 				[ "$(echo "$off" | jget valid)" = "[200]" ] && [ "$(echo "$off" | jget forged)" = 401 ] &&
 				[ "$(echo "$off" | jget same_401_bytes)" = True ] &&
-				[ $((ka - kb)) -eq 50 ] && [ $((ua - ub)) -eq 8 ]; then
-				pass jwt-verify-in-kernel-off "verify_in_kernel = false: status '$st'; kernel $kb -> $ka, user $ub -> $ua for 58 requests, the same answers"
+				[ $((ka - kb)) -eq 50 ] && [ $((ua - ub)) -eq 15 ]; then
+				pass jwt-verify-in-kernel-off "verify_in_kernel = false: status '$st'; kernel $kb -> $ka, user $ub -> $ua for 65 requests, the same answers"
 			else
-				fail jwt-verify-in-kernel-off "status '$st'; route api: before '$before_api', after '$after_api' (want +50 +8); $off"
+				fail jwt-verify-in-kernel-off "status '$st'; route api: before '$before_api', after '$after_api' (want +50 +15); $off"
 			fi
 			jwt_figures "verify_in_kernel = false"
 			info "jwt forged-token flood: l7fastd CPU $kernel_ms ms with the kernel verifying, $FORGED_MS ms without"

@@ -210,11 +210,19 @@ uint64_t BpfDecider::bucket(uint32_t id) const
     return v;
 }
 
-std::shared_ptr<dataplane::BucketTable> BpfDecider::bucket_table() const
+int BpfDecider::buckets_fd() const
 {
-    return std::make_shared<dataplane::BucketTable>(bpf_map__fd(skel_->maps.l7_buckets), L7_MAX_BUCKETS,
-                                                    bpf_map__fd(skel_->maps.l7_rate_keys),
-                                                    bpf_program__fd(skel_->progs.l7_rate_take_user));
+    return bpf_map__fd(skel_->maps.l7_buckets);
+}
+
+int BpfDecider::rate_keys_fd() const
+{
+    return bpf_map__fd(skel_->maps.l7_rate_keys);
+}
+
+int BpfDecider::rate_take_fd() const
+{
+    return bpf_program__fd(skel_->progs.l7_rate_take_user);
 }
 
 // The keyed table at l7_rate_keys[id] (a map-in-map lookup gives its id).

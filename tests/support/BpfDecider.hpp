@@ -18,7 +18,6 @@
 #include <vector>
 
 #include "common/Fd.hpp"
-#include "dataplane/Dataplane.hpp"
 #include "dataplane/Tables.hpp"
 #include "compiler/PolicyCompiler.hpp"
 
@@ -121,10 +120,12 @@ public:
     // The harness's rate-limit bucket `id` (l7_buckets; bpf/include/l7_bucket.h).
     uint64_t bucket(uint32_t id) const;
     void set_bucket(uint32_t id, uint64_t mark);
-    // A BucketTable over the harness's l7_buckets and l7_rate_keys, taking
-    // keys' tokens with its l7_rate_take_user: what Dataplane gives the slow
-    // path's limiters.
-    std::shared_ptr<dataplane::BucketTable> bucket_table() const;
+    // The harness's l7_buckets, l7_rate_keys and l7_rate_take_user: what a
+    // dataplane::BucketTable over them needs (Dataplane gives the slow
+    // path's limiters one over the data plane's).
+    int buckets_fd() const;
+    int rate_keys_fd() const;
+    int rate_take_fd() const;
     // The bucket of `key` in the keyed table of bucket `id`, if it has one.
     std::optional<uint64_t> key_bucket(uint32_t id, const l7_rate_key& key) const;
     void set_key_bucket(uint32_t id, const l7_rate_key& key, uint64_t mark);

@@ -22,6 +22,7 @@
 
 #include "common/Clock.hpp"
 #include "compiler/PolicyCompiler.hpp"
+#include "dataplane/Dataplane.hpp"
 #include "l7_bucket.h"
 #include "loader/PolicyLoader.hpp"
 #include "proxy/Pipeline.hpp"
@@ -256,7 +257,8 @@ TEST_F(RateLimitKernelDifferential, KeyedLimitsShareEachKeysBucketWithTheSlowPat
     auto loaded = policy::PolicyLoader::load_string(kKeyedPolicy, "rl.toml");
     ASSERT_TRUE(loaded.ok()) << loaded.error_text();
 
-    const auto table = kernel->bucket_table();
+    const auto table = std::make_shared<dataplane::BucketTable>(kernel->buckets_fd(), L7_MAX_BUCKETS,
+                                                                kernel->rate_keys_fd(), kernel->rate_take_fd());
     proxy::PolicyRuntime rt;
     rt.router = std::make_shared<policy::Router>(loaded.policy());
     const auto e = proxy::build_pipeline_state(

@@ -10,7 +10,9 @@
  *  - the header segment, as sent, must be one the daemon recognised with
  *    the reference (l7_jwt_headers: alg an HMAC the provider accepts, every
  *    key of that kid and alg in the module, of the current key epoch), else
- *    L7_R_JWT_HEADER; so the header's JSON is never parsed here;
+ *    L7_R_JWT_HEADER; so the header's JSON is never parsed here. An entry
+ *    may also be one the reference refuses outright (alg none, or another
+ *    alg the provider does not accept): 401 with its detail;
  *  - three parts, else 401 malformed (the reference's first check after
  *    the size);
  *  - the signature and the payload decoded (l7f_b64url_decode, no
@@ -225,6 +227,11 @@ __noinline int l7_g_jwt_verify(struct l7_scratch *s, struct l7_config *cfg, __u3
 	epoch = h->epoch;
 	if (READ_ONCE(cfg->key_epoch) != epoch)
 		return L7_R_JWT_HEADER;
+	/* a header the reference refuses before it decodes anything else */
+	if (h->refuse) {
+		s->dec.detail = h->detail;
+		return L7_R_JWT_BAD;
+	}
 	ml = h->mac_len;
 
 	/*

@@ -8,7 +8,13 @@
 
 namespace l7fast::auth {
 
-std::vector<std::string> kernel_header_segments(const Verifier& verifier, Alg alg, std::string_view kid)
+namespace {
+
+// The JSON headers JWT libraries write with `alg` and `kid`: every order of
+// "alg", "kid" (when not empty) and "typ":"JWT" (or no typ), compact (most
+// libraries) or with a space after ',' and ':' (Python's json.dumps by
+// default). Empty for a kid that would need escaping in JSON.
+std::vector<std::string> header_forms(std::string_view alg, std::string_view kid)
 {
     std::vector<std::string> out;
     for (char c : kid)
@@ -19,15 +25,13 @@ std::vector<std::string> kernel_header_segments(const Verifier& verifier, Alg al
         bool operator<(const Member& o) const { return name < o.name; }
     };
     for (bool typ : {false, true}) {
-        std::vector<Member> members{{"alg", std::string(alg_name(alg))}};
+        std::vector<Member> members{{"alg", std::string(alg)}};
         if (!kid.empty())
             members.push_back({"kid", std::string(kid)});
         if (typ)
             members.push_back({"typ", "JWT"});
         std::sort(members.begin(), members.end());
         do {
-            // compact (most libraries) and with a space after ',' and ':'
-            // (Python's json.dumps by default)
             for (const bool spaced : {false, true}) {
                 std::string json = "{";
                 for (size_t i = 0; i < members.size(); i++) {
@@ -35,14 +39,40 @@ std::vector<std::string> kernel_header_segments(const Verifier& verifier, Alg al
                         json += spaced ? ", " : ",";
                     json += "\"" + members[i].name + (spaced ? "\": \"" : "\":\"") + members[i].value + "\"";
                 }
-                json += "}";
-                std::optional<Alg> got;
-                std::string_view got_kid;
-                if (verifier.check_header(json, &got, &got_kid) == Reason::Ok && got == alg && got_kid == kid)
-                    out.push_back(base64url_encode(json));
+                out.push_back(json + "}");
             }
         } while (std::next_permutation(members.begin(), members.end()));
     }
+    return out;
+}
+
+}  // namespace
+
+std::vector<std::string> kernel_header_segments(const Verifier& verifier, Alg alg, std::string_view kid)
+{
+    std::vector<std::string> out;
+    for (const std::string& json : header_forms(alg_name(alg), kid)) {
+        std::optional<Alg> got;
+        std::string_view got_kid;
+        if (verifier.check_header(json, &got, &got_kid) == Reason::Ok && got == alg && got_kid == kid)
+            out.push_back(base64url_encode(json));
+    }
+    return out;
+}
+
+std::vector<std::string> kernel_refused_header_segments(const Verifier& verifier, std::string_view kid)
+{
+    // "none" as attack tools spell it, and the algorithms l7fast knows
+    // (the provider's own pass check_header and are left out)
+    static const char* const kAlgs[] = {"none", "None", "NONE", "HS256", "HS384", "HS512", "RS256", "ES256"};
+    std::vector<std::string> out;
+    for (const char* alg : kAlgs)
+        for (const std::string& json : header_forms(alg, kid)) {
+            std::optional<Alg> got;
+            std::string_view got_kid;
+            if (verifier.check_header(json, &got, &got_kid) == Reason::AlgNotAllowed)
+                out.push_back(base64url_encode(json));
+        }
     return out;
 }
 
@@ -57,6 +87,7 @@ Reason kernel_refusal_reason(uint32_t detail)
     case L7_ANS_DETAIL_BAD_AUDIENCE: return Reason::BadAudience;
     case L7_ANS_DETAIL_MISSING_EXP: return Reason::MissingExp;
     case L7_ANS_DETAIL_MALFORMED: return Reason::Malformed;
+    case L7_ANS_DETAIL_ALG_NOT_ALLOWED: return Reason::AlgNotAllowed;
     default: return Reason::Malformed;
     }
 }

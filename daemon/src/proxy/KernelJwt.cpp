@@ -1,5 +1,7 @@
 #include "proxy/KernelJwt.hpp"
 
+#include <algorithm>
+
 #include <string>
 
 #include "auth/JwtKernel.hpp"
@@ -69,7 +71,32 @@ KernelHeaders kernel_header_entries(const ModuleKeySet& set, const std::vector<i
         const uint8_t mac_len = alg == auth::Alg::HS256 ? 32 : alg == auth::Alg::HS384 ? 48 : 64;
         out.groups++;
         for (std::string& seg : auth::kernel_header_segments(*v, alg, keys[i].kid))
-            out.entries.push_back({keys[i].provider, std::move(seg), mac_len, group_ids});
+            out.entries.push_back({keys[i].provider, std::move(seg), mac_len, group_ids, std::nullopt});
+    }
+    // then the headers the reference refuses outright, for each provider
+    // the kernel verifies: without a kid and with each of its kids (what
+    // an alg-none or algorithm-confusion token names), while room is left
+    // for the other generation's entries
+    std::vector<std::pair<uint32_t, std::string>> kids;  // (provider, kid), "": none
+    for (const auto& e : out.entries)
+        kids.emplace_back(e.provider, std::string());
+    for (const auto& k : keys)
+        kids.emplace_back(k.provider, k.kid);
+    std::sort(kids.begin(), kids.end());
+    kids.erase(std::unique(kids.begin(), kids.end()), kids.end());
+    const size_t verifying = out.entries.size();
+    for (const auto& [provider, kid] : kids) {
+        const auth::Verifier* v = provider < verifiers.size() ? verifiers[provider].get() : nullptr;
+        const auto first = out.entries.begin();
+        if (!v || std::none_of(first, first + static_cast<std::ptrdiff_t>(verifying),
+                               [p = provider](const auto& e) { return e.provider == p; }))
+            continue;
+        for (std::string& seg : auth::kernel_refused_header_segments(*v, kid)) {
+            if (out.refusals >= KernelHeaders::kMaxRefusals)
+                return out;
+            out.entries.push_back({provider, std::move(seg), 0, {}, L7_ANS_DETAIL_ALG_NOT_ALLOWED});
+            out.refusals++;
+        }
     }
     return out;
 }

@@ -35,16 +35,23 @@ struct ModuleKeySet {
 ModuleKeySet module_keys_of(const std::vector<std::shared_ptr<auth::Verifier>>& verifiers);
 
 struct KernelHeaders {
-    std::vector<dataplane::JwtHeaderEntry> entries;
-    size_t groups = 0;   // (provider, kid, alg) groups the kernel verifies
-    size_t skipped = 0;  // groups left to user space: a key the module lacks, or too many keys
+    // at most this many refusing entries (a quarter of l7_jwt_headers: room
+    // is left for both generations' verifying ones)
+    static constexpr size_t kMaxRefusals = L7_JWT_HEADERS / 4;
+
+    std::vector<dataplane::JwtHeaderEntry> entries;  // verifying ones first, then refusing ones
+    size_t groups = 0;    // (provider, kid, alg) groups the kernel verifies
+    size_t skipped = 0;   // groups left to user space: a key the module lacks, or too many keys
+    size_t refusals = 0;  // entries of headers the reference refuses outright (alg none, ...)
 };
 
 // The header entries for the keys `set` installed with ids `ids`
 // (ModuleKeys::ids() of that install): one group per (provider, kid, alg),
 // only when the module holds every key of it (the reference tries them all)
 // and they are at most L7_JWT_HDR_KEYS; its header forms are
-// auth::kernel_header_segments'.
+// auth::kernel_header_segments'. Then, for each provider with a group,
+// auth::kernel_refused_header_segments' without a kid and with each kid of
+// its keys, as refusing entries (401 alg_not_allowed).
 KernelHeaders kernel_header_entries(const ModuleKeySet& set, const std::vector<int32_t>& ids,
                                     const std::vector<std::shared_ptr<auth::Verifier>>& verifiers);
 

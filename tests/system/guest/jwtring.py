@@ -187,9 +187,9 @@ def main():
     out["missing"] = st
     out["missing_www_authenticate"] = hdr.get("www-authenticate", "")
     # decided in the kernel where l7fast.ko verifies (the claims, the
-    # parts' form), or by the slow path (a header the kernel does not
-    # recognise: alg none, RS256, a kid it has no key of); a 401 is the
-    # same bytes whoever sends it
+    # parts' form, alg none and RS256 in the forms libraries write), or by
+    # the slow path (a kid it has no key of); a 401 is the same bytes
+    # whoever sends it
     now = int(time.time())
     bad = {
         "expired": token({"iss": ISSUER, "exp": now - 3600}),

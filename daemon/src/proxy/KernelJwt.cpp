@@ -84,7 +84,10 @@ KernelHeaders kernel_header_entries(const ModuleKeySet& set, const std::vector<i
         kids.emplace_back(k.provider, k.kid);
     std::sort(kids.begin(), kids.end());
     kids.erase(std::unique(kids.begin(), kids.end()), kids.end());
+    // each generation keeps to half of l7_jwt_headers, verifying ones first
     const size_t verifying = out.entries.size();
+    const size_t room = std::min(KernelHeaders::kMaxRefusals,
+                                 L7_JWT_HEADERS / 2 > verifying ? L7_JWT_HEADERS / 2 - verifying : size_t{0});
     for (const auto& [provider, kid] : kids) {
         const auth::Verifier* v = provider < verifiers.size() ? verifiers[provider].get() : nullptr;
         const auto first = out.entries.begin();
@@ -92,7 +95,7 @@ KernelHeaders kernel_header_entries(const ModuleKeySet& set, const std::vector<i
                                [p = provider](const auto& e) { return e.provider == p; }))
             continue;
         for (std::string& seg : auth::kernel_refused_header_segments(*v, kid)) {
-            if (out.refusals >= KernelHeaders::kMaxRefusals)
+            if (out.refusals >= room)
                 return out;
             out.entries.push_back({provider, std::move(seg), 0, {}, L7_ANS_DETAIL_ALG_NOT_ALLOWED});
             out.refusals++;

@@ -35,8 +35,9 @@ struct ModuleKeySet {
 ModuleKeySet module_keys_of(const std::vector<std::shared_ptr<auth::Verifier>>& verifiers);
 
 struct KernelHeaders {
-    // at most this many refusing entries (a quarter of l7_jwt_headers: room
-    // is left for both generations' verifying ones)
+    // at most this many refusing entries, and no more than leave a
+    // generation's entries within half of l7_jwt_headers (both
+    // generations' are there during a reload)
     static constexpr size_t kMaxRefusals = L7_JWT_HEADERS / 4;
 
     std::vector<dataplane::JwtHeaderEntry> entries;  // verifying ones first, then refusing ones

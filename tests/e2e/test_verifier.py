@@ -9,7 +9,9 @@ import re
 
 from l7env import catch_all_toml, free_port
 
-PROGRAMS = {"l7_sockops", "l7_req_msg", "l7_resp_msg", "l7_req_skb", "l7_resp_skb", "l7_remote_out_msg"}
+# the socket programs, and the slow path's take from a keyed rate limit's table
+PROGRAMS = {"l7_sockops", "l7_req_msg", "l7_resp_msg", "l7_req_skb", "l7_resp_skb", "l7_remote_out_msg",
+            "l7_rate_take_user"}
 
 
 def test_each_programs_verifier_cost_is_logged_with_room_to_spare(env):

@@ -339,8 +339,10 @@ def test_backend_killed_mid_response_closes_the_client(faults, path):
         pytest.fail(f"client left hanging for {LIVENESS:.0f}s")
     except OSError as e:
         # ARCHITECTURE.md §7.2: after socket-to-socket data, 6.18 reports
-        # the closing FIN to the reader as EFAULT
-        assert e.errno == errno.EFAULT and path == "k", e
+        # the closing FIN to the reader as EFAULT, and at times as EPIPE
+        # (the backend died mid-response; seen once in CI, December 2026):
+        # closed either way, not hanging
+        assert e.errno in (errno.EFAULT, errno.EPIPE) and path == "k", e
     finally:
         env.victim.start()   # same port: the pool reconnects
     c.close()

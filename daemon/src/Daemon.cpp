@@ -163,13 +163,9 @@ std::unique_ptr<Daemon::Prepared> Daemon::prepare(policy::Policy pol, std::strin
         auto pool_id = [this](const policy::SocketAddress& a) { return server_->pool().pool_id_for(a); };
         policy::CompileOptions options;
         options.rate_bucket = [&rt](size_t route) -> std::optional<uint32_t> {
-            if (route >= rt->limiters.size() || !rt->limiters[route])
-                return std::nullopt;
-            // a keyed limit is the kernel's when it keeps the keys' buckets too
-            const auto& limit = rt->policy().routes[route].rate_limit;
-            if (limit && limit->key && !rt->limiters[route]->kernel_keys())
-                return std::nullopt;
-            return rt->limiters[route]->kernel_bucket();
+            if (route < rt->limiters.size() && rt->limiters[route])
+                return rt->limiters[route]->kernel_bucket();
+            return std::nullopt;
         };
         p->tables = std::make_unique<policy::CompiledTables>(
             policy::compile(rt->policy(), random_seed(), pool_id, options));

@@ -270,11 +270,7 @@ TEST_F(RateLimitKernelDifferential, KeyedLimitsShareEachKeysBucketWithTheSlowPat
     ASSERT_EQ(table->leased(), 2u) << "no kernel bucket for a limit the kernel cannot key";
 
     policy::CompileOptions options;
-    options.rate_bucket = [&rt](size_t r) -> std::optional<uint32_t> {
-        if (rt.policy().routes[r].rate_limit->key && !rt.limiters.at(r)->kernel_keys())
-            return std::nullopt;
-        return rt.limiters.at(r)->kernel_bucket();
-    };
+    options.rate_bucket = [&rt](size_t r) { return rt.limiters.at(r)->kernel_bucket(); };
     uint32_t pool = 0;
     const policy::CompiledTables t =
         policy::compile(rt.policy(), 1, [&pool](const policy::SocketAddress&) { return pool; }, options);

@@ -45,6 +45,7 @@ size_t RateLimiter::SeededHash::operator()(std::string_view s) const
 RateLimiter::RateLimiter(const RateLimit& limit, std::optional<dataplane::SharedBucket> shared)
     : RateLimiter(limit.rate, limit.burst, limit.max_keys)
 {
+    keyed_ = limit.key.has_value();
     if (shared && shared->state) {
         shared_ = std::move(shared);
         __atomic_store_n(shared_->state, __u64{0}, __ATOMIC_SEQ_CST);

@@ -47,10 +47,13 @@ public:
     uint64_t take(std::optional<std::string_view> key, uint64_t now_ns);
 
     // The kernel's bucket of requests without the key (and, keyed, its
-    // table of keys' buckets), if it is shared.
+    // table of keys' buckets), if the kernel shares the whole limit: a keyed
+    // limit only when the kernel keeps its keys' buckets too.
     std::optional<uint32_t> kernel_bucket() const
     {
-        return shared_ ? std::optional<uint32_t>(shared_->id) : std::nullopt;
+        if (!shared_ || (keyed_ && !kernel_keys()))
+            return std::nullopt;
+        return shared_->id;
     }
     // Whether the kernel keeps the buckets of keys of up to L7_RATE_KEY_MAX bytes.
     bool kernel_keys() const { return shared_ && shared_->take_key; }
@@ -70,6 +73,7 @@ private:
     uint32_t rate_;
     uint32_t burst_;
     uint32_t max_keys_;
+    bool keyed_ = false;  // the limit has a key
     __u64 keyless_ = 0;
     std::optional<dataplane::SharedBucket> shared_;
     Lru lru_;

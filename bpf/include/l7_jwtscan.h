@@ -39,8 +39,13 @@ L7_INLINE __u64 l7_jwt_load64(const __u8 *p)
 #define L7_JWT_AUD_STRS 8 /* aud strings the scan keeps; more: it bails */
 #define L7_JWT_MAX_SECONDS (1ULL << 33) /* the reference's NumericDate ceiling */
 
-/* claims the scan reads (l7_jwt_scan.claim, bit in .seen) */
-enum { L7_JC_NONE = 0, L7_JC_EXP, L7_JC_NBF, L7_JC_ISS, L7_JC_AUD };
+/* claims the scan reads (l7_jwt_scan.claim, bit in .seen); in header
+ * mode (l7_jwt_scan.hdr) the header members */
+enum { L7_JC_NONE = 0, L7_JC_EXP, L7_JC_NBF, L7_JC_ISS, L7_JC_AUD, L7_JC_ALG, L7_JC_KID, L7_JC_TYP, L7_JC_CRIT };
+/* alg, kid, typ: kept as strings (l7_jwt_scan.hs_off; a fourth slot keeps
+ * a masked index in bounds) */
+#define L7_JC_HDR_STRS 4
+#define L7_JS_NOT_STR 0xffffffffu /* hs_len of a member whose value is not a string */
 
 /* scan states */
 enum {
@@ -85,6 +90,9 @@ struct l7_jwt_scan {
 	__u64 nbf;
 	__u32 iss_off;
 	__u32 iss_len;
+	__u32 hdr;         /* header mode: alg, kid, typ, crit instead of the claims */
+	__u32 hs_off[L7_JC_HDR_STRS]; /* header mode: alg, kid, typ's strings */
+	__u32 hs_len[L7_JC_HDR_STRS]; /* (L7_JS_NOT_STR: not a string) */
 	__u64 names[L7_JWT_MAX_MEMBERS]; /* member name hashes, duplicates bail */
 };
 
@@ -98,6 +106,12 @@ struct l7_jwt_work {
 	__u32 tok;     /* the token a cache miss leaves to the verifier: off | len << 16 */
 	__u64 tok_hash; /* and its cache key's hash */
 	__u64 tag;      /* l7_config.cache_tag when the verification began */
+	/* the header's verdict (l7_jwtverify.h): L7_JK_* or L7_JWT_KID_UNKNOWN,
+	 * and the keys to try for L7_JK_VERIFY, of key epoch `epoch` */
+	__u32 kv;
+	__u32 epoch;
+	struct l7_jwt_keyset keys;
+	struct l7_jwt_kid_key kk; /* l7_jwt_kids' key, built here (map memory) */
 	__u8 mac[64];
 	union {
 		/* 32 bytes of slack: the cache entry's token copy is sized
@@ -177,6 +191,8 @@ L7_INLINE void l7_js_value(struct l7_jwt_scan *sc, __u8 b, int elem)
 		sc->iss_len = 0xffffffffu;
 	if (sc->state != L7_JS_IN_STR && sc->state != L7_JS_ELEM1 && sc->claim == L7_JC_AUD)
 		sc->aud_bad |= elem;
+	if (sc->state != L7_JS_IN_STR && sc->claim >= L7_JC_ALG && sc->claim <= L7_JC_TYP)
+		sc->hs_len[L7_IDX(sc->claim - L7_JC_ALG, 3)] = L7_JS_NOT_STR;
 }
 
 L7_INLINE void l7_js_value_end(struct l7_jwt_scan *sc, int elem)
@@ -237,7 +253,16 @@ L7_CALLBACK long l7_jwt_scan_cb(__u32 i, void *ctx)
 			sc->names[L7_IDX(sc->members, L7_JWT_MAX_MEMBERS - 1)] = sc->key_hash;
 			sc->members++;
 			sc->claim = L7_JC_NONE;
-			if (n == 3) {
+			if (sc->hdr) {
+				if (n == 3 && sc->key == 0x676c61) /* "alg" */
+					sc->claim = L7_JC_ALG;
+				else if (n == 3 && sc->key == 0x64696b) /* "kid" */
+					sc->claim = L7_JC_KID;
+				else if (n == 3 && sc->key == 0x707974) /* "typ" */
+					sc->claim = L7_JC_TYP;
+				else if (n == 4 && sc->key == 0x74697263) /* "crit" */
+					sc->claim = L7_JC_CRIT;
+			} else if (n == 3) {
 				if (sc->key == 0x707865) /* "exp" */
 					sc->claim = L7_JC_EXP;
 				else if (sc->key == 0x66626e) /* "nbf" */
@@ -305,6 +330,14 @@ L7_CALLBACK long l7_jwt_scan_cb(__u32 i, void *ctx)
 				sc->aud_off[L7_IDX(sc->n_aud_str, L7_JWT_AUD_STRS - 1)] = sc->str_start;
 				sc->aud_len[L7_IDX(sc->n_aud_str, L7_JWT_AUD_STRS - 1)] = n;
 				sc->n_aud_str++;
+				break;
+			case L7_JC_ALG:
+			case L7_JC_KID:
+			case L7_JC_TYP:
+				if (!elem) {
+					sc->hs_off[L7_IDX((sc->claim & 0xff) - L7_JC_ALG, 3)] = sc->str_start;
+					sc->hs_len[L7_IDX((sc->claim & 0xff) - L7_JC_ALG, 3)] = n;
+				}
 				break;
 			}
 			l7_js_value_end(sc, elem);
@@ -454,6 +487,109 @@ L7_INLINE int l7_jwt_judge(struct l7_jwt_work *wk, const struct l7_jwt_provider 
 		*detail = L7_ANS_DETAIL_BAD_AUDIENCE;
 		return L7_JV_REJECT;
 	}
+	return L7_JV_OK;
+}
+
+/* n (<= 8) bytes of the decoded buffer at off, low byte first */
+L7_INLINE __u64 l7_jwt_word(const struct l7_jwt_work *wk, __u32 off, __u32 n)
+{
+	return l7_low_bytes(l7_jwt_load64(wk->payload + L7_IDX(off, L7_JWT_PMASK)), n);
+}
+
+/* n (<= 8) bytes at off with ASCII letters lower-cased; other bytes get
+ * bit 5 set, which leaves '+', '/' and digits as they are and can only
+ * turn control bytes into them, and a scanned string holds none */
+L7_INLINE __u64 l7_jwt_lower(const struct l7_jwt_work *wk, __u32 off, __u32 n)
+{
+	return l7_low_bytes(l7_jwt_load64(wk->payload + L7_IDX(off, L7_JWT_PMASK)) | (L7_ONES * 0x20), n);
+}
+
+/*
+ * Whether the typ at [off, off + len) of the decoded header is one the
+ * reference accepts (auth::acceptable_typ): "JWT" or "at+jwt", case
+ * aside, "application/" ahead of either allowed.
+ */
+L7_INLINE int l7_jwt_typ_ok(const struct l7_jwt_work *wk, __u32 off, __u32 len)
+{
+	if (len > 12 && l7_jwt_lower(wk, off, 8) == 0x746163696c707061ULL /* "applicat" */ &&
+	    l7_jwt_lower(wk, off + 8, 4) == 0x2f6e6f69ULL /* "ion/" */) {
+		off += 12;
+		len -= 12;
+	}
+	if (len == 3)
+		return l7_jwt_lower(wk, off, 3) == 0x74776aULL; /* "jwt" */
+	if (len == 6)
+		return l7_jwt_lower(wk, off, 6) == 0x74776a2b7461ULL; /* "at+jwt" */
+	return 0;
+}
+
+/* The algorithm named by [off, off + len): L7_JA_*, or L7_JA_N for a name
+ * l7fast does not know (auth::alg_from_name, case-sensitive) */
+L7_INLINE __u32 l7_jwt_alg_of(const struct l7_jwt_work *wk, __u32 off, __u32 len)
+{
+	__u64 x;
+
+	if (len != 5)
+		return L7_JA_N;
+	x = l7_jwt_word(wk, off, 5);
+	if (x == 0x3635325348ULL) /* "HS256" */
+		return L7_JA_HS256;
+	if (x == 0x3438335348ULL) /* "HS384" */
+		return L7_JA_HS384;
+	if (x == 0x3231355348ULL) /* "HS512" */
+		return L7_JA_HS512;
+	if (x == 0x3635325352ULL) /* "RS256" */
+		return L7_JA_RS256;
+	if (x == 0x3635325345ULL) /* "ES256" */
+		return L7_JA_ES256;
+	return L7_JA_N;
+}
+
+/*
+ * Scans the decoded JOSE header wk->payload[0, len) and checks it as the
+ * reference does (auth::Verifier::check_header, steps 2 and 3) for a
+ * provider accepting the algorithms `algs` (bit per L7_JA_*):
+ *  - L7_JV_OK: *alg is the header's (accepted); its kid is
+ *    wk->sc.hs_off/hs_len[1] (length 0: none, as the reference reads
+ *    an absent kid);
+ *  - L7_JV_REJECT with *detail: malformed (no alg, an alg, kid or typ that
+ *    is not a string, a typ it does not accept, crit, an empty header) or
+ *    alg_not_allowed;
+ *  - L7_JV_SHAPE: outside the subset the scan decides (the slow path's).
+ */
+L7_INLINE int l7_jwt_judge_header(struct l7_jwt_work *wk, __u32 len, __u32 algs, __u32 *alg, __u32 *detail)
+{
+	struct l7_jwt_scan *sc = &wk->sc;
+	struct l7_jwt_scanref sr;
+	__u32 a;
+
+	L7_ZERO(*sc);
+	*detail = L7_ANS_DETAIL_MALFORMED;
+	/* no JSON at all */
+	if (len == 0)
+		return L7_JV_REJECT;
+	if (len > L7_JWT_PAYLOAD_BUF)
+		return L7_JV_SHAPE;
+	sc->len = len;
+	sc->hdr = 1;
+	sr.wk = wk;
+	sr.p = 0;
+	L7_LOOP(L7_JWT_PAYLOAD_BUF, l7_jwt_scan_cb, &sr);
+	if (sc->bail || sc->state != L7_JS_END || sc->pos != sc->len)
+		return L7_JV_SHAPE;
+	if (!(sc->seen & (1u << L7_JC_ALG)) || sc->hs_len[0] == L7_JS_NOT_STR || sc->hs_len[1] == L7_JS_NOT_STR)
+		return L7_JV_REJECT;
+	if ((sc->seen & (1u << L7_JC_TYP)) &&
+	    (sc->hs_len[2] == L7_JS_NOT_STR || !l7_jwt_typ_ok(wk, sc->hs_off[2], sc->hs_len[2])))
+		return L7_JV_REJECT;
+	if (sc->seen & (1u << L7_JC_CRIT))
+		return L7_JV_REJECT;
+	a = l7_jwt_alg_of(wk, sc->hs_off[0], sc->hs_len[0]);
+	if (a >= L7_JA_N || !((algs >> a) & 1)) {
+		*detail = L7_ANS_DETAIL_ALG_NOT_ALLOWED;
+		return L7_JV_REJECT;
+	}
+	*alg = a;
 	return L7_JV_OK;
 }
 

@@ -7,22 +7,31 @@
  * exactly as the reference does, and hands everything else to the slow
  * path under a reason:
  *
- *  - the header segment, as sent, must be one the daemon recognised with
- *    the reference (l7_jwt_headers: alg an HMAC the provider accepts, every
- *    key of that kid and alg in the module, of the current key epoch), else
- *    L7_R_JWT_HEADER; so the header's JSON is never parsed here. An entry
- *    may also be one the reference refuses outright (alg none, or another
- *    alg the provider does not accept): 401 with its detail;
  *  - three parts, else 401 malformed (the reference's first check after
  *    the size);
+ *  - the header: a segment the daemon recognised with the reference
+ *    (l7_jwt_headers: alg an HMAC the provider accepts, every key of that
+ *    kid and alg in the module, of the current key epoch; or one the
+ *    reference refuses outright: 401 alg_not_allowed). Any other header is
+ *    decoded and scanned (l7_g_jwt_header, l7_jwt_judge_header): not
+ *    base64url, no JSON object, an alg, kid or typ that is not a string, a
+ *    typ the reference refuses, crit: 401 malformed; an alg the provider
+ *    does not accept: 401 alg_not_allowed; then its kid is looked up in
+ *    l7_jwt_kids: the keys to try (L7_JK_VERIFY), no key of that alg
+ *    (alg_mismatch), or not there while the map holds every kid of the
+ *    provider (unknown_kid), each a 401 after the parts are decoded, as in
+ *    the reference. A header outside the scan's subset (an escape, nesting,
+ *    a duplicate), a kid the slow path verifies (RS256, ES256, a key the
+ *    module lacks) or an entry of another key epoch is L7_R_JWT_HEADER;
  *  - the signature and the payload decoded (l7f_b64url_decode, no
  *    padding): either not canonical base64url is 401 malformed, a
  *    signature of another length than the MAC's 401 bad_signature, as in
- *    the reference; a part too long for the buffers, or an empty payload,
- *    is L7_R_JWT_SHAPE;
+ *    the reference (one longer than any MAC is decoded where the payload
+ *    goes next: only its form matters);
  *  - the MAC by l7f_hmac_verify (constant time) with every key of the
  *    header's kid and alg; none matches: 401 bad_signature. A module error
  *    (a key gone) or a key epoch that changed meanwhile: L7_R_JWT_MODULE;
+ *    an empty payload then is 401 malformed;
  *  - the payload scanned once: a flat JSON object whose values are strings
  *    without escapes, control or non-ASCII bytes, integers, literals, or
  *    arrays of those; names without escapes, at most L7_JWT_MAX_MEMBERS,
@@ -52,7 +61,7 @@ const volatile __u32 cfg_kfuncs = 0;
 #define EINVAL 22
 #endif
 
-#define L7_JWT_MAX_SIG 88 /* base64url of a 64-byte MAC, rounded up */
+#define L7_JWT_MAX_SIG 86 /* base64url of a 64-byte MAC, unpadded: the longest s->jwt.mac takes */
 
 struct l7_jwt_dots {
 	struct l7_window w;
@@ -101,27 +110,28 @@ L7_JWT_EQ_CB(l7_jwt_seg_cb, L7_JWT_MAX_HDR / 8)
 #define L7_JWT_WIN_PTR(s, off) ((s)->ws.buf + L7_IDX((off), L7_WS_MASK))
 
 /*
- * Whether a key of header entry h verifies the MAC in s->jwt.mac over
- * window bytes [off, off + n) (the signing input): 1 yes, 0 none of them
- * (every key tried, as the reference does), -1 an l7fast.ko error (a key
- * gone). Global: verified once, whatever its caller's state.
+ * Whether a key of s->jwt.keys (the header's kid and alg) verifies the MAC
+ * in s->jwt.mac over window bytes [off, off + n) (the signing input): 1
+ * yes, 0 none of them (every key tried, as the reference does), -1 an
+ * l7fast.ko error (a key gone). Global: verified once, whatever its
+ * caller's state.
  */
-__noinline int l7_g_jwt_mac(struct l7_scratch *s, const struct l7_jwt_hdr *h, __u32 off, __u32 n)
+__noinline int l7_g_jwt_mac(struct l7_scratch *s, __u32 off, __u32 n)
 {
 	__u32 ml, n_keys, j;
 	int v, ok = 0, err = 0;
 	__u8 *src;
 
-	if (!cfg_kfuncs || !s || !h)
+	if (!cfg_kfuncs || !s)
 		return -1;
-	ml = h->mac_len;
-	n_keys = h->n_keys;
+	ml = s->jwt.keys.mac_len;
+	n_keys = s->jwt.keys.n_keys;
 	if (ml > sizeof(s->jwt.mac) || n_keys > L7_JWT_HDR_KEYS || n > L7_JWT_MAX_TOKEN || off + n > s->ws.len)
 		return -1;
 	src = L7_JWT_WIN_PTR(s, off);
 	L7_UNROLL for (j = 0; j < L7_JWT_HDR_KEYS; j++) {
 		if (j < n_keys && !ok && !err) {
-			v = l7f_hmac_verify(h->key_id[j], src, n, s->jwt.mac, ml);
+			v = l7f_hmac_verify(s->jwt.keys.key_id[j], src, n, s->jwt.mac, ml);
 			if (v == 0)
 				ok = 1;
 			else if (v != -EBADMSG)
@@ -129,6 +139,113 @@ __noinline int l7_g_jwt_mac(struct l7_scratch *s, const struct l7_jwt_hdr *h, __
 		}
 	}
 	return err ? -1 : ok;
+}
+
+/* s->jwt.kv besides L7_JK_VERIFY and L7_JK_MISMATCH: a kid none of the
+ * provider's keys has (Reason::UnknownKid) */
+#define L7_JWT_KID_UNKNOWN 3
+
+/*
+ * A header segment l7_jwt_headers does not hold, at window bytes seg (off
+ * | len << 16): decoded and scanned (l7_jwt_judge_header), its kid looked
+ * up in l7_jwt_kids. Returns L7_R_JWT_BAD with s->dec.detail (the
+ * reference refuses the header itself: malformed, alg_not_allowed),
+ * L7_R_NONE with s->jwt.kv (and for L7_JK_VERIFY s->jwt.keys, of key epoch
+ * s->jwt.epoch) for what the reference decides after decoding the other
+ * parts, or L7_R_JWT_HEADER when the kernel cannot say: a header outside
+ * the scan's subset, a kid the slow path verifies (RS256, ES256, a key the
+ * module lacks), or a kid not found while the map does not hold every kid
+ * of this key epoch. Uses s->jwt.payload. Global: verified once.
+ */
+__noinline int l7_g_jwt_header(struct l7_scratch *s, struct l7_config *cfg, __u32 gen, __u32 provider, __u32 seg)
+{
+	__u32 off = seg & 0xffff, len = seg >> 16, kid_off, kid_len, epoch, pk, sk, a = 0, detail = 0, v, i;
+	const struct l7_jwt_provider *p;
+	const struct l7_jwt_keyset *ks;
+	const struct l7_jwt_kid *e;
+	struct l7_jwt_kid_key *kk;
+	struct l7_scratch *sv;
+	int r = 0;
+
+	if (!cfg_kfuncs || !s || !cfg || provider >= L7_MAX_JWT_PROVIDERS)
+		return L7_R_JWT_HEADER;
+	if (len > L7_JWT_MAX_TOKEN || off + len > s->ws.len)
+		return L7_R_JWT_HEADER;
+	gen &= 1;
+	pk = gen * L7_MAX_JWT_PROVIDERS + provider;
+	p = bpf_map_lookup_elem(&l7_jwt_providers, &pk);
+	if (!p)
+		return L7_R_JWT_HEADER;
+	/* the reference decodes the header first: not canonical base64url is Malformed */
+	if (len) {
+		r = l7f_b64url_decode(L7_JWT_WIN_PTR(s, off), len, s->jwt.payload, L7_JWT_PAYLOAD_BUF,
+				      L7F_B64_PAD_FORBIDDEN);
+		if (r == -EINVAL) {
+			s->dec.detail = L7_ANS_DETAIL_MALFORMED;
+			return L7_R_JWT_BAD;
+		}
+		if (r < 0 || r > L7_JWT_PAYLOAD_BUF)
+			return L7_R_JWT_HEADER;
+	}
+	switch (l7_jwt_judge_header(&s->jwt, (__u32)r, p->algs, &a, &detail)) {
+	case L7_JV_OK:
+		break;
+	case L7_JV_REJECT:
+		s->dec.detail = detail;
+		return L7_R_JWT_BAD;
+	default:
+		return L7_R_JWT_HEADER;
+	}
+
+	/* the kid, looked up by its bytes (map memory as the key: kernels
+	 * before 6.4 take no global function's argument memory there) */
+	kid_off = s->jwt.sc.hs_off[1];
+	kid_len = s->jwt.sc.hs_len[1];
+	epoch = READ_ONCE(cfg->key_epoch);
+	sk = (__u32)s->self;
+	sv = bpf_map_lookup_elem(&l7_scratch, &sk);
+	if (!sv)
+		return L7_R_JWT_HEADER;
+	kk = &sv->jwt.kk;
+	__builtin_memset(kk, 0, sizeof(*kk));
+	kk->gen = (__u16)gen;
+	kk->provider = (__u16)provider;
+	if (kid_len <= L7_JWT_MAX_KID) {
+		kk->len = (__u16)kid_len;
+		L7_UNROLL for (i = 0; i < L7_JWT_MAX_KID / 8; i++)
+			if (i * 8 < kid_len)
+				kk->word[i] = l7_jwt_word(&s->jwt, kid_off + i * 8, kid_len - i * 8 < 8 ? kid_len - i * 8 : 8);
+		e = bpf_map_lookup_elem(&l7_jwt_kids, kk);
+		if (e) {
+			if (e->epoch != epoch || a >= L7_JA_N)
+				return L7_R_JWT_HEADER;
+			/* verdict[] and its padding are 8 bytes: the mask keeps the
+			 * verifier in bounds, a < L7_JA_N keeps it in verdict[] */
+			v = e->verdict[L7_IDX(a, 7)];
+			if (v == L7_JK_MISMATCH) {
+				s->jwt.kv = L7_JK_MISMATCH;
+				return L7_R_NONE;
+			}
+			if (v != L7_JK_VERIFY || a > L7_JA_HS512)
+				return L7_R_JWT_HEADER;
+			ks = a == L7_JA_HS256 ? &e->hs[0] : a == L7_JA_HS384 ? &e->hs[1] : &e->hs[2];
+			s->jwt.keys = *ks;
+			s->jwt.epoch = epoch;
+			s->jwt.kv = L7_JK_VERIFY;
+			return L7_R_NONE;
+		}
+	}
+	/* not found: unknown, when the map holds every kid of the provider
+	 * (the entry of length L7_JWT_KIDS_ALL, written last, of this epoch) */
+	__builtin_memset(kk, 0, sizeof(*kk));
+	kk->gen = (__u16)gen;
+	kk->provider = (__u16)provider;
+	kk->len = L7_JWT_KIDS_ALL;
+	e = bpf_map_lookup_elem(&l7_jwt_kids, kk);
+	if (!e || e->epoch != epoch)
+		return L7_R_JWT_HEADER;
+	s->jwt.kv = L7_JWT_KID_UNKNOWN;
+	return L7_R_NONE;
 }
 
 /* l7_jwt_judge (l7_jwtscan.h) on the decoded payload s->jwt.payload[0, len)
@@ -154,14 +271,18 @@ __noinline int l7_g_jwt_verify(struct l7_scratch *s, struct l7_config *cfg, __u3
 	__u32 off = tok & 0xffff, len = tok >> 16;
 	const struct l7_jwt_provider *p;
 	const struct l7_jwt_hdr *h;
-	struct l7_jwt_cmp sg;
-	struct l7_jwt_dots d;
-	struct l7_strscan hs;
+	/* the loops' contexts, one at a time: the call chain below
+	 * (l7_g_jwt_header, its scan) needs the stack */
+	union {
+		struct l7_jwt_dots d;
+		struct l7_strscan hs;
+		struct l7_jwt_cmp sg;
+	} u;
 	struct l7_jwt_key k;
 	struct l7_window w;
-	__u32 pk, epoch, ml, sl, pay_off, pay_len, d1, d2;
+	__u32 pk, epoch, ml, sl, pay_off, pay_len, d1, d2, j;
 	__u8 *src;
-	int r, ok, sig;
+	int r, ok, sig, hit;
 
 	if (!cfg_kfuncs)
 		return L7_R_JWT_MISS;
@@ -182,13 +303,13 @@ __noinline int l7_g_jwt_verify(struct l7_scratch *s, struct l7_config *cfg, __u3
 		return L7_R_JWT_OTHER;
 
 	/* three parts */
-	L7_ZERO(d);
-	d.w = w;
-	d.wk = &s->jwt;
-	d.off = off;
-	d.len = len;
+	L7_ZERO(u.d);
+	u.d.w = w;
+	u.d.wk = &s->jwt;
+	u.d.off = off;
+	u.d.len = len;
 	s->jwt.n_dots = 0;
-	L7_LOOP(L7_JWT_WORDS, l7_jwt_dots_cb, &d);
+	L7_LOOP(L7_JWT_WORDS, l7_jwt_dots_cb, &u.d);
 	d1 = s->jwt.d1;
 	d2 = s->jwt.d2;
 	/* not three parts: the reference's first check after the size */
@@ -198,85 +319,112 @@ __noinline int l7_g_jwt_verify(struct l7_scratch *s, struct l7_config *cfg, __u3
 	}
 	if (d2 >= len || d1 >= d2)
 		return L7_R_JWT_SHAPE;
-	if (d1 == 0 || d1 > L7_JWT_MAX_HDR)
-		return L7_R_JWT_HEADER;
 
-	/* the header, as the daemon recognised it, of this key epoch */
-	L7_ZERO(hs);
-	hs.w = w;
-	hs.h = l7_hash_init(cfg->meta[gen].seed);
-	hs.off = off;
-	hs.len = d1;
-	L7_LOOP(L7_JWT_MAX_HDR / 8, l7_hash_cb, &hs);
-	L7_ZERO(k);
-	k.hash = l7_hash_final(hs.h, d1);
-	k.gen = (__u16)gen;
-	k.provider = (__u16)provider;
-	k.len = d1;
-	h = bpf_map_lookup_elem(&l7_jwt_headers, &k);
-	if (!h || h->len != d1)
-		return L7_R_JWT_HEADER;
-	L7_ZERO(sg);
-	sg.w = w;
-	sg.ref = h->seg;
-	sg.off = off;
-	sg.len = d1;
-	L7_LOOP(L7_JWT_MAX_HDR / 8, l7_jwt_seg_cb, &sg);
-	if (sg.diff)
-		return L7_R_JWT_HEADER;
-	epoch = h->epoch;
-	if (READ_ONCE(cfg->key_epoch) != epoch)
-		return L7_R_JWT_HEADER;
-	/* a header the reference refuses before it decodes anything else */
-	if (h->refuse) {
-		s->dec.detail = h->detail;
-		return L7_R_JWT_BAD;
+	/* the header: a segment the daemon recognised, of this key epoch, or
+	 * else decoded and scanned here */
+	hit = 0;
+	if (d1 > 0 && d1 <= L7_JWT_MAX_HDR) {
+		L7_ZERO(u.hs);
+		u.hs.w = w;
+		u.hs.h = l7_hash_init(cfg->meta[gen].seed);
+		u.hs.off = off;
+		u.hs.len = d1;
+		L7_LOOP(L7_JWT_MAX_HDR / 8, l7_hash_cb, &u.hs);
+		L7_ZERO(k);
+		k.hash = l7_hash_final(u.hs.h, d1);
+		k.gen = (__u16)gen;
+		k.provider = (__u16)provider;
+		k.len = d1;
+		h = bpf_map_lookup_elem(&l7_jwt_headers, &k);
+		if (h && h->len == d1 && h->epoch == READ_ONCE(cfg->key_epoch)) {
+			L7_ZERO(u.sg);
+			u.sg.w = w;
+			u.sg.ref = h->seg;
+			u.sg.off = off;
+			u.sg.len = d1;
+			L7_LOOP(L7_JWT_MAX_HDR / 8, l7_jwt_seg_cb, &u.sg);
+			hit = !u.sg.diff;
+		}
+		if (hit) {
+			/* a header the reference refuses before it decodes anything else */
+			if (h->refuse) {
+				s->dec.detail = h->detail;
+				return L7_R_JWT_BAD;
+			}
+			s->jwt.keys.mac_len = h->mac_len;
+			s->jwt.keys.n_keys = h->n_keys;
+			L7_UNROLL for (j = 0; j < L7_JWT_HDR_KEYS; j++)
+				s->jwt.keys.key_id[j] = h->key_id[j];
+			s->jwt.epoch = h->epoch;
+			s->jwt.kv = L7_JK_VERIFY;
+		}
 	}
-	ml = h->mac_len;
+	if (!hit) {
+		r = l7_g_jwt_header(s, cfg, gen, provider, off | d1 << 16);
+		if (r != L7_R_NONE)
+			return r;
+	}
+	epoch = s->jwt.epoch;
+	ml = s->jwt.keys.mac_len;
 
 	/*
 	 * The signature and the payload, decoded, as the reference does
-	 * before any signature work: either not canonical base64url is
+	 * before any key is looked at: either not canonical base64url is
 	 * Malformed (the kfunc's -EINVAL is exactly the reference's refusal;
-	 * it says -ENOSPC, before looking at the bytes, when they would not
-	 * fit: undecided, the slow path's); a signature that decodes to
-	 * another length than the MAC's is BadSignature (the reference
-	 * compares lengths first).
+	 * -ENOSPC, which it says before looking at the bytes, cannot happen
+	 * with these buffers). A signature longer than any MAC is decoded
+	 * where the payload goes next: only its form matters.
 	 */
 	sl = len - d2 - 1;
-	if (sl > L7_JWT_MAX_SIG || ml > sizeof(s->jwt.mac))
+	if (sl > L7_JWT_MAX_TOKEN || ml > sizeof(s->jwt.mac))
 		return L7_R_JWT_SHAPE;
 	sig = 0;
-	if (sl) {
-		src = L7_JWT_WIN_PTR(s, off + d2 + 1);
+	src = L7_JWT_WIN_PTR(s, off + d2 + 1);
+	if (sl > L7_JWT_MAX_SIG)
+		sig = l7f_b64url_decode(src, sl, s->jwt.payload, L7_JWT_PAYLOAD_BUF, L7F_B64_PAD_FORBIDDEN);
+	else if (sl)
 		sig = l7f_b64url_decode(src, sl, s->jwt.mac, sizeof(s->jwt.mac), L7F_B64_PAD_FORBIDDEN);
-		if (sig < 0 && sig != -EINVAL)
-			return L7_R_JWT_SHAPE;
-	}
+	if (sig < 0 && sig != -EINVAL)
+		return L7_R_JWT_SHAPE;
 	pay_off = off + d1 + 1;
 	pay_len = d2 - d1 - 1;
-	if (pay_len == 0 || pay_len > L7_JWT_MAX_TOKEN)
+	if (pay_len > L7_JWT_MAX_TOKEN)
 		return L7_R_JWT_SHAPE;
-	src = L7_JWT_WIN_PTR(s, pay_off);
-	r = l7f_b64url_decode(src, pay_len, s->jwt.payload, L7_JWT_PAYLOAD_BUF, L7F_B64_PAD_FORBIDDEN);
-	if ((r < 0 && r != -EINVAL) || r == 0 || r > L7_JWT_PAYLOAD_BUF)
-		return L7_R_JWT_SHAPE;
+	r = 0;
+	if (pay_len) {
+		src = L7_JWT_WIN_PTR(s, pay_off);
+		r = l7f_b64url_decode(src, pay_len, s->jwt.payload, L7_JWT_PAYLOAD_BUF, L7F_B64_PAD_FORBIDDEN);
+		if ((r < 0 && r != -EINVAL) || r > L7_JWT_PAYLOAD_BUF)
+			return L7_R_JWT_SHAPE;
+	}
 	if (sig == -EINVAL || r == -EINVAL) {
 		s->dec.detail = L7_ANS_DETAIL_MALFORMED;
 		return L7_R_JWT_BAD;
 	}
-	if (sig != (int)ml) {
+
+	/* the key, as the reference looks for it: the kid, then its alg */
+	if (s->jwt.kv != L7_JK_VERIFY) {
+		s->dec.detail = s->jwt.kv == L7_JK_MISMATCH ? L7_ANS_DETAIL_ALG_MISMATCH : L7_ANS_DETAIL_UNKNOWN_KID;
+		return L7_R_JWT_BAD;
+	}
+	/* the reference compares lengths first */
+	if (sl > L7_JWT_MAX_SIG || sig != (int)ml) {
 		s->dec.detail = L7_ANS_DETAIL_BAD_SIGNATURE;
 		return L7_R_JWT_BAD;
 	}
 
 	/* the MAC over header.payload, by every key of the header's kid and alg */
-	ok = l7_g_jwt_mac(s, h, off, d2);
+	ok = l7_g_jwt_mac(s, off, d2);
 	/* a key that changed under the call decided nothing */
 	if (ok < 0 || READ_ONCE(cfg->key_epoch) != epoch)
 		return L7_R_JWT_MODULE;
 	if (!ok) {
 		s->dec.detail = L7_ANS_DETAIL_BAD_SIGNATURE;
+		return L7_R_JWT_BAD;
+	}
+	/* an empty payload is no JSON object */
+	if (r == 0) {
+		s->dec.detail = L7_ANS_DETAIL_MALFORMED;
 		return L7_R_JWT_BAD;
 	}
 

@@ -390,6 +390,16 @@ struct {
 	__type(value, struct l7_jwt_hdr);
 } l7_jwt_headers SEC(".maps");
 
+/* The kids of the providers' keys, for a header the kernel scanned
+ * (l7_jwtverify.h); written with l7_jwt_headers (ProxyServer::write_jwt_headers). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	L7_PINNED;
+	__uint(max_entries, L7_JWT_KIDS);
+	__type(key, struct l7_jwt_kid_key);
+	__type(value, struct l7_jwt_kid);
+} l7_jwt_kids SEC(".maps");
+
 /* programs use (claimed with l7_scratch_get, bpf/lib/conn.h); nobody else.
  * L7_SCRATCH_SLOTS per possible CPU (sized). The header window, the parse
  * result and bitmaps, too big for the 512-byte stack. Programs can be

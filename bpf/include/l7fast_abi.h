@@ -25,7 +25,7 @@
 
 /* Bump whenever a map's layout or meaning changes: a daemon never adopts
  * pinned maps of another ABI version (it starts clean instead). */
-#define L7_ABI_VERSION 26
+#define L7_ABI_VERSION 27
 
 /* Sizes of the tables. Route sets are bitmaps of L7_MAX_ROUTES bits. */
 #define L7_GENS 2
@@ -81,6 +81,8 @@
 #define L7_JWT_MAX_HDR 128        /* longest header segment (base64url) it recognises */
 #define L7_JWT_HDR_KEYS 4         /* module keys tried for one header (same kid and alg) */
 #define L7_JWT_HEADERS 2048       /* recognised header segments, both generations */
+#define L7_JWT_MAX_KID 64         /* longest kid the kernel looks up (l7_jwt_kids) */
+#define L7_JWT_KIDS 1024          /* kid entries, both generations */
 #define L7_JWT_MAX_CLAIM 64       /* longest issuer or audience the kernel compares */
 #define L7_JWT_MAX_AUDS 4         /* audiences the kernel compares */
 #define L7_JWT_MAX_MEMBERS 16     /* payload members the kernel's scan takes */
@@ -330,7 +332,8 @@ struct l7_jwt_provider {
 	__u16 iss_len;        /* L7_JP_ISSUER: the issuer, iss[0, iss_len) */
 	__u16 n_aud;          /* audiences; 0: aud is not checked */
 	__u16 aud_len[L7_JWT_MAX_AUDS];
-	__u16 pad[2];
+	__u8 algs;            /* the algorithms it accepts: bit 1 << L7_JA_* */
+	__u8 pad[3];
 	__u8 iss[L7_JWT_MAX_CLAIM];
 	__u8 aud[L7_JWT_MAX_AUDS][L7_JWT_MAX_CLAIM];
 };
@@ -339,6 +342,53 @@ enum l7_jwt_provider_flags {
 	L7_JP_VERIFY = 1u << 0,      /* the kernel verifies HS tokens it recognises the header of */
 	L7_JP_REQUIRE_EXP = 1u << 1, /* require_exp */
 	L7_JP_ISSUER = 1u << 2,      /* issuer is set */
+};
+
+/* JWS algorithms l7fast knows (auth::Alg, in its order); a bit each in
+ * l7_jwt_provider.algs */
+enum l7_jwt_alg {
+	L7_JA_HS256 = 0,
+	L7_JA_HS384,
+	L7_JA_HS512,
+	L7_JA_RS256,
+	L7_JA_ES256,
+	L7_JA_N,
+};
+
+/* A header the kernel does not recognise by its segment (l7_jwt_headers)
+ * is decoded and scanned (l7_jwtscan.h); its kid is then looked up here,
+ * per generation and provider: the key is the kid's bytes zero-padded, and
+ * its length (len L7_JWT_KIDS_ALL: the entry that says every kid of the
+ * provider's keys is in the map, so a kid not found is unknown). */
+#define L7_JWT_KIDS_ALL 0xffff
+struct l7_jwt_kid_key {
+	__u64 word[L7_JWT_MAX_KID / 8];
+	__u16 gen;
+	__u16 provider;
+	__u16 len;
+	__u16 pad;
+};
+
+/* what the kernel does with a token of a known kid and an accepted alg */
+enum l7_jwt_kid_verdict {
+	L7_JK_USER = 0,     /* the slow path verifies (RS256, ES256; a key the module lacks) */
+	L7_JK_VERIFY = 1,   /* by the module keys in l7_jwt_kid.hs[alg] */
+	L7_JK_MISMATCH = 2, /* no key of this kid has this alg: 401 (Reason::AlgMismatch) */
+};
+
+/* Module keys of one (kid, HS alg): every key of the provider with them. */
+struct l7_jwt_keyset {
+	__u8 mac_len;         /* 32, 48 or 64 */
+	__u8 n_keys;          /* 1 .. L7_JWT_HDR_KEYS */
+	__u8 pad[2];
+	__u32 key_id[L7_JWT_HDR_KEYS];
+};
+
+struct l7_jwt_kid {
+	__u32 epoch;                   /* the module key epoch key ids belong to (l7_config.key_epoch) */
+	__u8 verdict[L7_JA_N];         /* per alg: enum l7_jwt_kid_verdict */
+	__u8 pad[3];
+	struct l7_jwt_keyset hs[3];    /* L7_JA_HS256 .. HS512 with L7_JK_VERIFY */
 };
 
 /* A JWS header segment (base64url, as sent) the kernel recognises, keyed
@@ -725,7 +775,9 @@ enum l7_answer_kind {
 #define L7_ANS_DETAIL_MALFORMED 8     /* Reason::Malformed: not three parts, or a part
 				       * that is not canonical base64url */
 #define L7_ANS_DETAIL_ALG_NOT_ALLOWED 9 /* Reason::AlgNotAllowed: a header entry that
-					 * refuses (l7_jwt_hdr.refuse) */
+					 * refuses (l7_jwt_hdr.refuse), or the scanned header's alg */
+#define L7_ANS_DETAIL_UNKNOWN_KID 10   /* Reason::UnknownKid (l7_jwt_kids) */
+#define L7_ANS_DETAIL_ALG_MISMATCH 11  /* Reason::AlgMismatch (L7_JK_MISMATCH) */
 
 /* l7_rule_denied: the kernel's RBAC denials by deciding rule, index gen *
  * L7_MAX_RULES + the rule's bit (l7_route.rule_first + its position); a

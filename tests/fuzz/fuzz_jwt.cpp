@@ -8,7 +8,9 @@
 //   1  the text is a payload, signed with the HS256 key under a fixed
 //      header: the signature is right, so the claim checks decide;
 //   2  the text is a JOSE header, signed with the HS256 key over a fixed
-//      payload: header parsing, alg and kid selection;
+//      payload: header parsing, alg and kid selection; and the kernel's
+//      header scan (bpf/include/l7_jwtscan.h, compiled natively) decides
+//      it as Verifier::check_header does, or leaves it to the slow path;
 //   3  the text is JSON for the reader and parse_jwks, and base64url.
 //
 // Invariants: no crash; a result is Ok exactly when its reason is; an
@@ -19,7 +21,9 @@
 #include <openssl/evp.h>
 
 #include <chrono>
+#include <cstring>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -29,7 +33,9 @@
 #include "auth/Base64Url.hpp"
 #include "auth/JsonReader.hpp"
 #include "auth/Jwt.hpp"
+#include "auth/JwtKernel.hpp"
 #include "auth/JwtKeys.hpp"
+#include "l7_jwtscan.h"
 
 namespace l7fast::fuzz {
 namespace {
@@ -139,6 +145,28 @@ void check_json(std::string_view text)
     }
 }
 
+// The kernel's header scan against the reference's check_header.
+void check_header_scan(std::string_view json)
+{
+    if (json.size() > L7_JWT_PAYLOAD_BUF)
+        return;
+    static auto wk = std::make_unique<l7_jwt_work>();
+    std::memcpy(wk->payload, json.data(), json.size());
+    uint32_t alg = L7_JA_N, detail = 0;
+    const uint32_t all = (1u << L7_JA_N) - 1;  // the fuzz verifier accepts every algorithm
+    const int v = l7_jwt_judge_header(wk.get(), static_cast<__u32>(json.size()), all, &alg, &detail);
+    std::optional<Alg> ref_alg;
+    std::string_view ref_kid;
+    const Reason ref = verifier().check_header(json, &ref_alg, &ref_kid);
+    if (v == L7_JV_OK) {
+        FUZZ_CHECK(ref == Reason::Ok && ref_alg && static_cast<uint32_t>(*ref_alg) == alg);
+        FUZZ_CHECK(std::string_view(reinterpret_cast<const char*>(wk->payload) + wk->sc.hs_off[1],
+                                    wk->sc.hs_len[1]) == ref_kid);
+    } else if (v == L7_JV_REJECT) {
+        FUZZ_CHECK(ref == kernel_refusal_reason(detail));
+    }
+}
+
 }  // namespace
 
 int jwt(const uint8_t* data, size_t size)
@@ -171,6 +199,7 @@ int jwt(const uint8_t* data, size_t size)
     case 2: {
         check_verify(sign(text, R"({"iss":"joe","aud":"l7fast","exp":1300819380})", kHsSecret));
         check_verify(sign(text, R"({"iss":"joe"})", kKidSecret));
+        check_header_scan(text);
         break;
     }
     case 3: {

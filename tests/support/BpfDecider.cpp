@@ -140,6 +140,11 @@ size_t BpfDecider::set_jwt_headers(uint32_t epoch, const std::vector<dataplane::
     return tables_.write_jwt_headers(active_gen_, seed_, epoch, headers);
 }
 
+size_t BpfDecider::set_jwt_kids(uint32_t epoch, const std::vector<dataplane::JwtKidEntry>& kids)
+{
+    return tables_.write_jwt_kids(active_gen_, epoch, kids);
+}
+
 std::pair<uint64_t, uint64_t> BpfDecider::run_stats() const
 {
     bpf_prog_info info{};

@@ -113,6 +113,8 @@ public:
     // active generation, if any.
     std::optional<l7_jwt_entry> cached(std::string_view token, uint32_t provider) const;
     size_t set_jwt_headers(uint32_t epoch, const std::vector<dataplane::JwtHeaderEntry>& headers);
+    // And its kids (TableWriter::write_jwt_kids, as Dataplane::set_jwt_kids).
+    size_t set_jwt_kids(uint32_t epoch, const std::vector<dataplane::JwtKidEntry>& kids);
     // The decision program's run count and total run time in ns, as the
     // kernel accounts them with kernel.bpf_stats_enabled=1.
     std::pair<uint64_t, uint64_t> run_stats() const;

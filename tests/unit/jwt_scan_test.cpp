@@ -5,7 +5,8 @@
 // decides for the same token at the same instant: admitted when the
 // reference admits, and refused with the reference's reason otherwise.
 // Hand-written payloads cover every branch of the scan and every claim
-// boundary; seeded mutations of them cover the rest.
+// boundary; seeded mutations of them cover the rest. The same for the
+// header half (l7_jwt_judge_header) against Verifier::check_header.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -219,5 +220,166 @@ TEST(JwtKernelScan, MutatedPayloadsNeverDisagree)
     }
     // not a rate: the mutations are fixed by the seed; the scan decides
     // most of them (a change of the scan that bails on everything fails)
+    EXPECT_GT(decided, total / 4);
+}
+
+namespace {
+
+// A provider accepting HS256 and RS256 (not HS384, HS512, ES256).
+struct HeaderFixture {
+    std::unique_ptr<auth::Verifier> verifier;
+    uint32_t algs = 0;
+};
+
+HeaderFixture make_header_fixture()
+{
+    policy::JwtProvider provider;
+    provider.name = "p";
+    provider.algorithms = {"HS256", "RS256"};
+    policy::JwtKey k;
+    k.alg = "HS256";
+    k.kid = "k1";
+    k.secret = kSecret;
+    provider.keys = {k};
+    std::string why;
+    auto v = auth::Verifier::create(provider, &why);
+    EXPECT_TRUE(v) << why;
+    HeaderFixture f;
+    f.verifier = std::make_unique<auth::Verifier>(std::move(*v));
+    l7_jwt_provider kp{};
+    EXPECT_EQ(policy::kernel_jwt_verify(provider, kp), "");
+    f.algs = kp.algs;
+    return f;
+}
+
+// Checks the header scan against the reference; returns whether it decided.
+bool agree_header(const HeaderFixture& f, std::string_view json)
+{
+    auto wk = std::make_unique<l7_jwt_work>();
+    if (json.size() > L7_JWT_PAYLOAD_BUF)
+        return false;
+    std::memcpy(wk->payload, json.data(), json.size());
+    uint32_t alg = L7_JA_N, detail = 0;
+    const int v = l7_jwt_judge_header(wk.get(), static_cast<__u32>(json.size()), f.algs, &alg, &detail);
+    std::optional<auth::Alg> ref_alg;
+    std::string_view ref_kid;
+    const auth::Reason ref = f.verifier->check_header(json, &ref_alg, &ref_kid);
+    if (v == L7_JV_OK) {
+        EXPECT_EQ(auth::reason_name(ref), "ok") << json;
+        EXPECT_TRUE(ref_alg && static_cast<uint32_t>(*ref_alg) == alg) << json;
+        const std::string_view kid(reinterpret_cast<const char*>(wk->payload) + wk->sc.hs_off[1],
+                                   wk->sc.hs_len[1]);
+        EXPECT_EQ(kid, ref_kid) << json;
+    } else if (v == L7_JV_REJECT) {
+        EXPECT_TRUE(detail == L7_ANS_DETAIL_MALFORMED || detail == L7_ANS_DETAIL_ALG_NOT_ALLOWED) << detail;
+        EXPECT_EQ(auth::reason_name(ref), auth::reason_name(auth::kernel_refusal_reason(detail))) << json;
+    } else {
+        EXPECT_EQ(v, L7_JV_SHAPE) << json;
+    }
+    return v != L7_JV_SHAPE;
+}
+
+}  // namespace
+
+TEST(JwtKernelHeaderScan, DecidesHeadersAsTheReference)
+{
+    const HeaderFixture f = make_header_fixture();
+    for (const std::string& h : std::vector<std::string>{
+             // accepted, in the forms libraries and tools write
+             R"({"alg":"HS256","typ":"JWT","kid":"k1"})",
+             R"({"kid": "k1", "alg": "HS256"})",
+             R"({"alg":"HS256"})",
+             R"({"alg":"HS256","kid":""})",
+             R"({"alg":"HS256","kid":"no-such-kid","cty":"JWT","x5t":null,"n":[1,"a",true]})",
+             " {\n\t\"alg\" : \"RS256\" ,\r\n \"kid\":\"k1\" } ",
+             // typ as the reference takes it: media types case aside, "application/" optional
+             R"({"alg":"HS256","typ":"jwt"})",
+             R"({"alg":"HS256","typ":"Jwt"})",
+             R"({"alg":"HS256","typ":"application/jwt"})",
+             R"({"alg":"HS256","typ":"APPLICATION/JWT"})",
+             R"({"alg":"HS256","typ":"at+jwt"})",
+             R"({"alg":"HS256","typ":"application/AT+JWT"})",
+             // malformed: typ
+             R"({"alg":"HS256","typ":"JWS"})",
+             R"({"alg":"HS256","typ":"application/"})",
+             R"({"alg":"HS256","typ":"application/application/jwt"})",
+             R"({"alg":"HS256","typ":"applicationXjwt"})",
+             R"({"alg":"HS256","typ":"at-jwt"})",
+             R"({"alg":"HS256","typ":"jwtx"})",
+             R"({"alg":"HS256","typ":""})",
+             R"({"alg":"HS256","typ":1})",
+             R"({"alg":"HS256","typ":null})",
+             R"({"alg":"HS256","typ":["JWT"]})",
+             // malformed: alg, kid, crit, no JSON object
+             R"({"typ":"JWT"})",
+             R"({})",
+             R"({"alg":1})",
+             R"({"alg":null})",
+             R"({"alg":["HS256"]})",
+             R"({"alg":"HS256","kid":7})",
+             R"({"alg":"HS256","kid":["k1"]})",
+             R"({"alg":"HS256","crit":["exp"]})",
+             R"({"alg":"none","crit":"x"})",
+             "",
+             // algorithms the provider does not accept, or l7fast does not know
+             R"({"alg":"none"})",
+             R"({"alg":"None","kid":"k1"})",
+             R"({"alg":"HS384"})",
+             R"({"alg":"HS512","kid":"k1"})",
+             R"({"alg":"ES256"})",
+             R"({"alg":"hs256"})",
+             R"({"alg":"HS2566"})",
+             R"({"alg":"HS25"})",
+             R"({"alg":""})",
+             R"({"alg":"PS256","typ":"JWT"})",
+         })
+        EXPECT_TRUE(agree_header(f, h)) << "the scan should decide " << h;
+}
+
+TEST(JwtKernelHeaderScan, LeavesWhatItCannotDecideExactlyToTheSlowPath)
+{
+    const HeaderFixture f = make_header_fixture();
+    for (const std::string& h : std::vector<std::string>{
+             R"({"alg":"HS256","kid":"k\u0031"})",      // an escape in a compared string
+             R"({"alg":"HS\u0032""56"})",               // (and invalid JSON)
+             R"({"alg":"HS256","jwk":{"kty":"oct"}})",  // a nested object
+             R"({"alg":"HS256","alg":"none"})",         // a duplicate
+             R"({"alg":"HS256","x":1.5})",              // a fraction
+             "{\"alg\":\"HS256\",\"kid\":\"\xc3\xa9\"}",  // non-ASCII
+             R"({"alg":"HS256")",                       // unterminated
+             R"(["alg","HS256"])",                      // not an object
+         })
+        EXPECT_FALSE(agree_header(f, h)) << "the scan should leave this to the slow path: " << h;
+}
+
+TEST(JwtKernelHeaderScan, MutatedHeadersNeverDisagree)
+{
+    const HeaderFixture f = make_header_fixture();
+    const std::vector<std::string> seeds = {
+        R"({"alg":"HS256","typ":"JWT","kid":"k1"})",
+        R"({"typ": "application/at+jwt", "alg": "RS256", "crit": ["b64"]})",
+    };
+    const std::string alphabet = "{}[],:\" \t\n01-.etrufalsnHS256RkidcypJWT/+\\";
+    std::mt19937 rng(20261206);
+    size_t decided = 0, total = 0;
+    for (int round = 0; round < 20000; round++) {
+        std::string h = seeds[rng() % seeds.size()];
+        const int edits = 1 + static_cast<int>(rng() % 3);
+        for (int e = 0; e < edits && !h.empty(); e++) {
+            const size_t at = rng() % h.size();
+            const char c = alphabet[rng() % alphabet.size()];
+            switch (rng() % 3) {
+            case 0: h[at] = c; break;
+            case 1: h.insert(h.begin() + static_cast<std::ptrdiff_t>(at), c); break;
+            default: h.erase(at, 1); break;
+            }
+        }
+        total++;
+        if (agree_header(f, h))
+            decided++;
+        if (HasFailure())
+            break;
+    }
+    // fixed by the seed, as above: a scan that bails on everything fails
     EXPECT_GT(decided, total / 4);
 }

@@ -88,6 +88,8 @@ Reason kernel_refusal_reason(uint32_t detail)
     case L7_ANS_DETAIL_MISSING_EXP: return Reason::MissingExp;
     case L7_ANS_DETAIL_MALFORMED: return Reason::Malformed;
     case L7_ANS_DETAIL_ALG_NOT_ALLOWED: return Reason::AlgNotAllowed;
+    case L7_ANS_DETAIL_UNKNOWN_KID: return Reason::UnknownKid;
+    case L7_ANS_DETAIL_ALG_MISMATCH: return Reason::AlgMismatch;
     default: return Reason::Malformed;
     }
 }

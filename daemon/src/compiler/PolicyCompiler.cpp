@@ -1118,10 +1118,15 @@ std::string kernel_jwt_verify(const JwtProvider& jp, l7_jwt_provider& out)
 {
     if (!jp.verify_in_kernel)
         return "verify_in_kernel = false";
-    bool hmac = false;
+    // the algorithms it accepts, a bit per L7_JA_* (auth::Alg's order; the
+    // loader checked the names)
+    static constexpr std::string_view kAlgs[L7_JA_N] = {"HS256", "HS384", "HS512", "RS256", "ES256"};
+    uint8_t algs = 0;
     for (const std::string& a : jp.algorithms)
-        hmac = hmac || a == "HS256" || a == "HS384" || a == "HS512";
-    if (!hmac)
+        for (size_t i = 0; i < L7_JA_N; i++)
+            if (a == kAlgs[i])
+                algs |= static_cast<uint8_t>(1u << i);
+    if (!(algs & ((1u << L7_JA_HS256) | (1u << L7_JA_HS384) | (1u << L7_JA_HS512))))
         return "it accepts no HS256/384/512 tokens";
     if (jp.issuer && (jp.issuer->empty() || jp.issuer->size() > L7_JWT_MAX_CLAIM))
         return "its issuer is empty or longer than " + std::to_string(L7_JWT_MAX_CLAIM) + " bytes";
@@ -1131,6 +1136,7 @@ std::string kernel_jwt_verify(const JwtProvider& jp, l7_jwt_provider& out)
         if (a.size() > L7_JWT_MAX_CLAIM)
             return "an audience longer than " + std::to_string(L7_JWT_MAX_CLAIM) + " bytes";
     out.flags = static_cast<__u32>(L7_JP_VERIFY) | (jp.require_exp ? static_cast<__u32>(L7_JP_REQUIRE_EXP) : 0u);
+    out.algs = algs;
     out.skew_s = static_cast<__u32>(jp.clock_skew.count());
     if (jp.issuer) {
         out.flags |= L7_JP_ISSUER;

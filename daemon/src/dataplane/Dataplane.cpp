@@ -374,6 +374,7 @@ Dataplane::Dataplane(const DataplaneOptions& opts) : opts_(opts)
     // header entries name module key ids of an earlier instance's epochs,
     // cached tokens were verified under its policies and keys
     jwt_delete_gen(skel_->maps.l7_jwt_headers, std::nullopt);
+    TableWriter::delete_kids_gen(bpf_map__fd(skel_->maps.l7_jwt_kids), std::nullopt);
     renew_cache_tag();
     refresh_wall_clock();
     write_config();
@@ -620,9 +621,11 @@ uint32_t Dataplane::stage(const policy::CompiledTables& t, std::span<const uint3
 
     // JWT: the slot's cached tokens were verified by the policy it held
     // before; none may be admitted under this one, and its header entries
-    // name that policy's keys (set_jwt_headers writes this one's)
+    // and kids name that policy's keys (set_jwt_headers and set_jwt_kids
+    // write this one's)
     jwt_delete_gen(skel_->maps.l7_jwt_cache, gen);
     jwt_delete_gen(skel_->maps.l7_jwt_headers, gen);
+    TableWriter::delete_kids_gen(bpf_map__fd(skel_->maps.l7_jwt_kids), gen);
     slot_generation_[gen] = policy_generation;
     jwt_providers_[gen].assign(L7_MAX_JWT_PROVIDERS, l7_jwt_provider{});
     for (size_t i = 0; i < t.jwt_providers.size() && i < L7_MAX_JWT_PROVIDERS; i++)
@@ -706,6 +709,16 @@ size_t Dataplane::set_jwt_headers(uint64_t policy_generation, uint32_t epoch,
     if (gen == L7_GENS)
         return 0;
     return tables_.write_jwt_headers(gen, config_.meta[gen].seed, epoch, headers);
+}
+
+size_t Dataplane::set_jwt_kids(uint64_t policy_generation, uint32_t epoch, const std::vector<JwtKidEntry>& kids)
+{
+    uint32_t gen = 0;
+    while (gen < L7_GENS && slot_generation_[gen] != policy_generation)
+        gen++;
+    if (gen == L7_GENS)
+        return 0;
+    return tables_.write_jwt_kids(gen, epoch, kids);
 }
 
 size_t Dataplane::jwt_header_entries() const

@@ -203,6 +203,9 @@ public:
     size_t set_jwt_headers(uint64_t policy_generation, uint32_t epoch, const std::vector<JwtHeaderEntry>& headers);
     // those of the active slot (the other holds the previous policy's until restaged)
     size_t jwt_header_entries() const;
+    // Likewise the kids of its providers' keys, for headers the kernel scans
+    // (l7_jwt_kids; TableWriter::write_jwt_kids).
+    size_t set_jwt_kids(uint64_t policy_generation, uint32_t epoch, const std::vector<JwtKidEntry>& kids);
     // l7_config.wall_off_ns: CLOCK_REALTIME - CLOCK_BOOTTIME, written when
     // it moved by a millisecond or more (a clock step, NTP slewing).
     void refresh_wall_clock();

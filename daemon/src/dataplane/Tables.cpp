@@ -3,6 +3,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -34,6 +35,7 @@ TableMaps TableMaps::of(const ::bpf_object* obj)
     m.listeners = fd("l7_listeners");
     m.jwt_providers = fd("l7_jwt_providers");
     m.jwt_headers = fd("l7_jwt_headers");
+    m.jwt_kids = fd("l7_jwt_kids");
     return m;
 }
 
@@ -82,6 +84,50 @@ size_t TableWriter::write_jwt_headers(uint32_t gen, uint64_t seed, uint32_t epoc
             log::warning("l7_jwt_headers: cannot add a header of JWT provider ", h.provider, ": ", errstr(errno),
                          " (its tokens go to user space)");
     }
+    return written;
+}
+
+void TableWriter::delete_kids_gen(int fd, std::optional<uint32_t> gen)
+{
+    auto keys = map_keys<l7_jwt_kid_key>(fd);
+    std::stable_partition(keys.begin(), keys.end(), [](const l7_jwt_kid_key& k) { return k.len == L7_JWT_KIDS_ALL; });
+    for (const auto& k : keys)
+        if ((!gen || k.gen == *gen) && bpf_map_delete_elem(fd, &k) != 0 && errno != ENOENT)
+            throw DataplaneError("deleting from l7_jwt_kids: " + errstr(errno));
+}
+
+size_t TableWriter::write_jwt_kids(uint32_t gen, uint32_t epoch, const std::vector<JwtKidEntry>& kids)
+{
+    gen &= 1;
+    delete_kids_gen(maps_.jwt_kids, gen);
+    std::vector<bool> failed(L7_MAX_JWT_PROVIDERS, false);
+    size_t written = 0;
+    const auto put = [&](const JwtKidEntry& e) {
+        l7_jwt_kid_key k{};
+        k.gen = static_cast<__u16>(gen);
+        k.provider = static_cast<__u16>(e.provider);
+        k.len = e.all ? L7_JWT_KIDS_ALL : static_cast<__u16>(e.kid.size());
+        std::memcpy(k.word, e.kid.data(), e.all ? 0 : e.kid.size());
+        l7_jwt_kid v{};
+        v.epoch = epoch;
+        for (size_t a = 0; a < L7_JA_N; a++)
+            v.verdict[a] = e.verdict[a];
+        for (size_t a = 0; a < 3; a++)
+            v.hs[a] = e.hs[a];
+        if (bpf_map_update_elem(maps_.jwt_kids, &k, &v, BPF_ANY) == 0) {
+            written++;
+            return true;
+        }
+        log::warning("l7_jwt_kids: cannot add a kid of JWT provider ", e.provider, ": ", errstr(errno),
+                     " (tokens naming a kid the kernel does not find go to user space)");
+        return false;
+    };
+    for (const JwtKidEntry& e : kids)
+        if (!e.all && e.provider < L7_MAX_JWT_PROVIDERS && (e.kid.size() > L7_JWT_MAX_KID || !put(e)))
+            failed[e.provider] = true;
+    for (const JwtKidEntry& e : kids)
+        if (e.all && e.provider < L7_MAX_JWT_PROVIDERS && !failed[e.provider])
+            put(e);
     return written;
 }
 

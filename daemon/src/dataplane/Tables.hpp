@@ -7,6 +7,7 @@
 // matcher over them (tests/support/BpfDecider.hpp).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -26,7 +27,7 @@ namespace l7fast::dataplane {
 // The descriptors of the maps a TableWriter writes.
 struct TableMaps {
     int bitmaps = -1, match = -1, routes = -1, mutations = -1, responses = -1, lb_tables = -1, clusters = -1, endpoints = -1,
-        listeners = -1, jwt_providers = -1, jwt_headers = -1;
+        listeners = -1, jwt_providers = -1, jwt_headers = -1, jwt_kids = -1;
 
     // The maps of a loaded object, by name; throws DataplaneError when one
     // is missing.
@@ -42,6 +43,16 @@ struct JwtHeaderEntry {
     // a header the reference refuses outright: the 401's L7_ANS_DETAIL_*
     // (no keys, no MAC length)
     std::optional<uint8_t> refuse;
+};
+
+// A kid of a provider's keys (l7_jwt_kids): what the kernel does with a
+// token naming it, per algorithm.
+struct JwtKidEntry {
+    uint32_t provider = 0;
+    std::string kid;  // at most L7_JWT_MAX_KID bytes; empty: a key without a kid
+    bool all = false;  // the entry that says every kid of the provider is in the map (kid empty)
+    std::array<uint8_t, L7_JA_N> verdict{};  // L7_JK_*, by L7_JA_*
+    std::array<l7_jwt_keyset, 3> hs{};       // L7_JA_HS256 .. HS512 with L7_JK_VERIFY
 };
 
 class TableWriter {
@@ -60,9 +71,19 @@ public:
     // map refuses is left out (its tokens go to user space), with a warning
     // for the latter. Throws DataplaneError when the old entries cannot go.
     size_t write_jwt_headers(uint32_t gen, uint64_t seed, uint32_t epoch, const std::vector<JwtHeaderEntry>& headers);
+    // Replaces generation `gen`'s entries of l7_jwt_kids with `kids`, of key
+    // epoch `epoch`: the provider-wide ("all") entries go first and come
+    // last, so that the kernel never takes a kid it has not found yet for an
+    // unknown one. Returns the number written; one the map refuses is left
+    // out with a warning, and its provider's "all" entry with it. Throws
+    // DataplaneError when the old entries cannot go.
+    size_t write_jwt_kids(uint32_t gen, uint32_t epoch, const std::vector<JwtKidEntry>& kids);
     // Deletes the entries of generation `gen` (every one: nullopt) from a
     // map keyed by l7_jwt_key (l7_jwt_cache, l7_jwt_headers).
     static void delete_jwt_gen(int fd, const char* name, std::optional<uint32_t> gen);
+    // Deletes generation `gen`'s entries (every one: nullopt) of
+    // l7_jwt_kids (`fd`), the "all" entries first.
+    static void delete_kids_gen(int fd, std::optional<uint32_t> gen);
     // The l7_match keys already in the map (a previous daemon's, adopted),
     // so that the next write of their generation deletes them.
     void adopt_strings();

@@ -44,6 +44,11 @@ struct KernelHeaders {
     size_t groups = 0;    // (provider, kid, alg) groups the kernel verifies
     size_t skipped = 0;   // groups left to user space: a key the module lacks, or too many keys
     size_t refusals = 0;  // entries of headers the reference refuses outright (alg none, ...)
+
+    // l7_jwt_kids: the kids of the providers' keys, for headers the kernel
+    // scans, within a generation's half of the map
+    std::vector<dataplane::JwtKidEntry> kids;
+    size_t complete = 0;  // providers whose every kid is there (an "all" entry each)
 };
 
 // The header entries for the keys `set` installed with ids `ids`
@@ -53,6 +58,14 @@ struct KernelHeaders {
 // auth::kernel_header_segments'. Then, for each provider with a group,
 // auth::kernel_refused_header_segments' without a kid and with each kid of
 // its keys, as refusing entries (401 alg_not_allowed).
+//
+// And the kids: for each provider, each kid of its keys (Verifier::keys(),
+// every algorithm: the reference looks a key up by kid, then by alg) with,
+// per algorithm, L7_JK_VERIFY and the ids of every key of that kid and alg
+// when they are HMAC keys the module holds, at most L7_JWT_HDR_KEYS;
+// L7_JK_MISMATCH when the kid has no key of that alg; else L7_JK_USER.
+// Then the provider's "all" entry when every kid is there (none over
+// L7_JWT_MAX_KID bytes, room in the generation's half of l7_jwt_kids).
 KernelHeaders kernel_header_entries(const ModuleKeySet& set, const std::vector<int32_t>& ids,
                                     const std::vector<std::shared_ptr<auth::Verifier>>& verifiers);
 

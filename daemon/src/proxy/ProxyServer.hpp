@@ -271,8 +271,8 @@ private:
     void warn_lost_events();
     // Installs the runtime's JWT HMAC keys in l7fast.ko (module_keys_).
     void sync_module_keys();
-    // The header entries of the kernel's HS verifier for the keys just
-    // installed: Dataplane::set_jwt_headers.
+    // The header entries and kids of the kernel's HS verifier for the keys
+    // just installed: Dataplane::set_jwt_headers, set_jwt_kids.
     void write_jwt_headers(const ModuleKeySet& set);
     std::shared_ptr<ClientSession> session_for(uint32_t conn, uint32_t gen);
 

@@ -187,9 +187,9 @@ def main():
     out["missing"] = st
     out["missing_www_authenticate"] = hdr.get("www-authenticate", "")
     # decided in the kernel where l7fast.ko verifies (the claims, the
-    # parts' form, alg none and RS256 in the forms libraries write), or by
-    # the slow path (a kid it has no key of); a 401 is the same bytes
-    # whoever sends it
+    # parts' form, alg none and RS256, a kid without keys), or by the slow
+    # path (a header outside the kernel scan's subset: an escape); a 401 is
+    # the same bytes whoever sends it
     now = int(time.time())
     bad = {
         "expired": token({"iss": ISSUER, "exp": now - 3600}),
@@ -199,6 +199,8 @@ def main():
         # HS/RS confusion: RS256 named, signed with the HMAC secret
         "rs_confusion": token({"iss": ISSUER, "exp": now + 600}, header={"alg": "RS256", "typ": "JWT"}),
         "unknown_kid": token({"iss": ISSUER, "exp": now + 600}, header={"alg": "HS256", "kid": "nope", "typ": "JWT"}),
+        # json.dumps writes the kid as "n\u00e9": an escape, the slow path's
+        "escaped_kid": token({"iss": ISSUER, "exp": now + 600}, header={"alg": "HS256", "kid": "n\u00e9", "typ": "JWT"}),
     }
     good_now = token({"iss": ISSUER, "sub": "shapes", "exp": now + 600})
     h, p, sig = good_now.split(".")
@@ -216,7 +218,8 @@ def main():
     answers["forged"] = raw_get(host, int(port), "/api/v1/items", {"Authorization": "Bearer " + forged})
     out["same_401_bytes"] = len(set(answers.values())) == 1
     out["answer_401"] = answers["forged"].decode(errors="replace")
-    # a valid token whose header has a member the kernel's forms lack
+    # a valid token whose header has a member the daemon's installed forms
+    # lack (the kernel scans it)
     odd = token({"iss": ISSUER, "exp": now + 600}, header={"alg": "HS256", "typ": "JWT", "cty": "x"})
     out["odd_header"] = get("/api/v1/items", {"Authorization": "Bearer " + odd})[0]
     # ring hash: each user sticks to one backend; users spread over all three

@@ -11,8 +11,7 @@
  *    the size);
  *  - the header: a segment the daemon recognised with the reference
  *    (l7_jwt_headers: alg an HMAC the provider accepts, every key of that
- *    kid and alg in the module, of the current key epoch; or one the
- *    reference refuses outright: 401 alg_not_allowed). Any other header is
+ *    kid and alg in the module, of the current key epoch). Any other header is
  *    decoded and scanned (l7_g_jwt_header, l7_jwt_judge_header): not
  *    base64url, no JSON object, an alg, kid or typ that is not a string, a
  *    typ the reference refuses, crit: 401 malformed; an alg the provider
@@ -346,11 +345,6 @@ __noinline int l7_g_jwt_verify(struct l7_scratch *s, struct l7_config *cfg, __u3
 			hit = !u.sg.diff;
 		}
 		if (hit) {
-			/* a header the reference refuses before it decodes anything else */
-			if (h->refuse) {
-				s->dec.detail = h->detail;
-				return L7_R_JWT_BAD;
-			}
 			s->jwt.keys.mac_len = h->mac_len;
 			s->jwt.keys.n_keys = h->n_keys;
 			L7_UNROLL for (j = 0; j < L7_JWT_HDR_KEYS; j++)

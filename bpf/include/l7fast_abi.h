@@ -25,7 +25,7 @@
 
 /* Bump whenever a map's layout or meaning changes: a daemon never adopts
  * pinned maps of another ABI version (it starts clean instead). */
-#define L7_ABI_VERSION 27
+#define L7_ABI_VERSION 28
 
 /* Sizes of the tables. Route sets are bitmaps of L7_MAX_ROUTES bits. */
 #define L7_GENS 2
@@ -403,11 +403,6 @@ struct l7_jwt_hdr {
 	__u8 n_keys;          /* 1 .. L7_JWT_HDR_KEYS */
 	__u32 key_id[L7_JWT_HDR_KEYS];
 	__u8 seg[L7_JWT_MAX_HDR];
-	__u8 refuse;          /* 1: the reference refuses this header before any key
-			       * is looked at (an alg the provider does not accept):
-			       * a 401 with `detail`; no keys, no MAC */
-	__u8 detail;          /* refuse: L7_ANS_DETAIL_* */
-	__u8 pad[6];
 };
 
 /* The verified-token cache: the slow path verifies a token once (any
@@ -774,8 +769,7 @@ enum l7_answer_kind {
 #define L7_ANS_DETAIL_MISSING_EXP 7   /* Reason::MissingExp */
 #define L7_ANS_DETAIL_MALFORMED 8     /* Reason::Malformed: not three parts, or a part
 				       * that is not canonical base64url */
-#define L7_ANS_DETAIL_ALG_NOT_ALLOWED 9 /* Reason::AlgNotAllowed: a header entry that
-					 * refuses (l7_jwt_hdr.refuse), or the scanned header's alg */
+#define L7_ANS_DETAIL_ALG_NOT_ALLOWED 9 /* Reason::AlgNotAllowed: the scanned header's alg */
 #define L7_ANS_DETAIL_UNKNOWN_KID 10   /* Reason::UnknownKid (l7_jwt_kids) */
 #define L7_ANS_DETAIL_ALG_MISMATCH 11  /* Reason::AlgMismatch (L7_JK_MISMATCH) */
 

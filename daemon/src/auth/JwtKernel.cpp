@@ -60,22 +60,6 @@ std::vector<std::string> kernel_header_segments(const Verifier& verifier, Alg al
     return out;
 }
 
-std::vector<std::string> kernel_refused_header_segments(const Verifier& verifier, std::string_view kid)
-{
-    // "none" as attack tools spell it, and the algorithms l7fast knows
-    // (the provider's own pass check_header and are left out)
-    static const char* const kAlgs[] = {"none", "None", "NONE", "HS256", "HS384", "HS512", "RS256", "ES256"};
-    std::vector<std::string> out;
-    for (const char* alg : kAlgs)
-        for (const std::string& json : header_forms(alg, kid)) {
-            std::optional<Alg> got;
-            std::string_view got_kid;
-            if (verifier.check_header(json, &got, &got_kid) == Reason::AlgNotAllowed)
-                out.push_back(base64url_encode(json));
-        }
-    return out;
-}
-
 Reason kernel_refusal_reason(uint32_t detail)
 {
     switch (detail) {

@@ -4,9 +4,8 @@
 // forms of the JSON headers JWT libraries write: every order of "alg",
 // "kid" (when the key has one) and "typ":"JWT" (or no typ), compact or
 // with a space after ',' and ':', each checked with the reference
-// (Verifier::check_header) to give exactly that alg and kid; and the same
-// forms with an alg the reference refuses outright. A token with any other
-// header goes to the slow path.
+// (Verifier::check_header) to give exactly that alg and kid. The kernel
+// decodes and scans any other header (l7_jwt_judge_header).
 #pragma once
 
 #include <string>
@@ -21,12 +20,6 @@ namespace l7fast::auth {
 // a backslash, a control or non-ASCII byte) or when the verifier does not
 // take `alg`.
 std::vector<std::string> kernel_header_segments(const Verifier& verifier, Alg alg, std::string_view kid);
-
-// The same forms with "none" (three spellings) or another algorithm l7fast
-// knows in "alg", those the reference refuses outright (check_header:
-// AlgNotAllowed, before any key is looked at, whatever the rest of the
-// token): the kernel answers their 401 itself.
-std::vector<std::string> kernel_refused_header_segments(const Verifier& verifier, std::string_view kid);
 
 // The reason of a 401 the kernel sent for a token it refused: its
 // L7_ANS_DETAIL_* (l7fast_abi.h; the answer event's second byte, the

@@ -55,9 +55,8 @@ size_t TableWriter::write_jwt_headers(uint32_t gen, uint64_t seed, uint32_t epoc
     for (const JwtHeaderEntry& h : headers) {
         if (h.segment.empty() || h.segment.size() > L7_JWT_MAX_HDR || h.provider >= L7_MAX_JWT_PROVIDERS)
             continue;
-        if (h.refuse ? !h.key_ids.empty()
-                     : (h.key_ids.empty() || h.key_ids.size() > L7_JWT_HDR_KEYS ||
-                        (h.mac_len != 32 && h.mac_len != 48 && h.mac_len != 64)))
+        if (h.key_ids.empty() || h.key_ids.size() > L7_JWT_HDR_KEYS ||
+            (h.mac_len != 32 && h.mac_len != 48 && h.mac_len != 64))
             continue;
         l7_jwt_key k{};
         k.hash = policy::kernel::match_hash(seed, h.segment, false);
@@ -72,12 +71,6 @@ size_t TableWriter::write_jwt_headers(uint32_t gen, uint64_t seed, uint32_t epoc
         for (size_t i = 0; i < h.key_ids.size(); i++)
             v.key_id[i] = h.key_ids[i];
         std::memcpy(v.seg, h.segment.data(), h.segment.size());
-        if (h.refuse) {
-            v.refuse = 1;
-            v.detail = *h.refuse;
-            v.mac_len = 0;
-            v.n_keys = 0;
-        }
         if (bpf_map_update_elem(maps_.jwt_headers, &k, &v, BPF_ANY) == 0)
             written++;
         else

@@ -40,9 +40,6 @@ struct JwtHeaderEntry {
     std::string segment;            // base64url, as a token carries it
     uint8_t mac_len = 0;            // 32, 48, 64
     std::vector<uint32_t> key_ids;  // l7fast.ko key ids: every key of the header's kid and alg
-    // a header the reference refuses outright: the 401's L7_ANS_DETAIL_*
-    // (no keys, no MAC length)
-    std::optional<uint8_t> refuse;
 };
 
 // A kid of a provider's keys (l7_jwt_kids): what the kernel does with a

@@ -140,35 +140,7 @@ KernelHeaders kernel_header_entries(const ModuleKeySet& set, const std::vector<i
         const auth::Alg alg = set.algs[i];
         out.groups++;
         for (std::string& seg : auth::kernel_header_segments(*v, alg, keys[i].kid))
-            out.entries.push_back({keys[i].provider, std::move(seg), mac_length(alg), group_ids, std::nullopt});
-    }
-    // then the headers the reference refuses outright, for each provider
-    // the kernel verifies: without a kid and with each of its kids (what
-    // an alg-none or algorithm-confusion token names), while room is left
-    // for the other generation's entries
-    std::vector<std::pair<uint32_t, std::string>> kids;  // (provider, kid), "": none
-    for (const auto& e : out.entries)
-        kids.emplace_back(e.provider, std::string());
-    for (const auto& k : keys)
-        kids.emplace_back(k.provider, k.kid);
-    std::sort(kids.begin(), kids.end());
-    kids.erase(std::unique(kids.begin(), kids.end()), kids.end());
-    // each generation keeps to half of l7_jwt_headers, verifying ones first
-    const size_t verifying = out.entries.size();
-    const size_t room = std::min(KernelHeaders::kMaxRefusals,
-                                 L7_JWT_HEADERS / 2 > verifying ? L7_JWT_HEADERS / 2 - verifying : size_t{0});
-    for (const auto& [provider, kid] : kids) {
-        const auth::Verifier* v = provider < verifiers.size() ? verifiers[provider].get() : nullptr;
-        const auto first = out.entries.begin();
-        if (!v || std::none_of(first, first + static_cast<std::ptrdiff_t>(verifying),
-                               [p = provider](const auto& e) { return e.provider == p; }))
-            continue;
-        for (std::string& seg : auth::kernel_refused_header_segments(*v, kid)) {
-            if (out.refusals >= room)
-                return out;
-            out.entries.push_back({provider, std::move(seg), 0, {}, L7_ANS_DETAIL_ALG_NOT_ALLOWED});
-            out.refusals++;
-        }
+            out.entries.push_back({keys[i].provider, std::move(seg), mac_length(alg), group_ids});
     }
     return out;
 }

@@ -35,15 +35,9 @@ struct ModuleKeySet {
 ModuleKeySet module_keys_of(const std::vector<std::shared_ptr<auth::Verifier>>& verifiers);
 
 struct KernelHeaders {
-    // at most this many refusing entries, and no more than leave a
-    // generation's entries within half of l7_jwt_headers (both
-    // generations' are there during a reload)
-    static constexpr size_t kMaxRefusals = L7_JWT_HEADERS / 4;
-
-    std::vector<dataplane::JwtHeaderEntry> entries;  // verifying ones first, then refusing ones
+    std::vector<dataplane::JwtHeaderEntry> entries;
     size_t groups = 0;    // (provider, kid, alg) groups the kernel verifies
     size_t skipped = 0;   // groups left to user space: a key the module lacks, or too many keys
-    size_t refusals = 0;  // entries of headers the reference refuses outright (alg none, ...)
 
     // l7_jwt_kids: the kids of the providers' keys, for headers the kernel
     // scans, within a generation's half of the map
@@ -55,9 +49,7 @@ struct KernelHeaders {
 // (ModuleKeys::ids() of that install): one group per (provider, kid, alg),
 // only when the module holds every key of it (the reference tries them all)
 // and they are at most L7_JWT_HDR_KEYS; its header forms are
-// auth::kernel_header_segments'. Then, for each provider with a group,
-// auth::kernel_refused_header_segments' without a kid and with each kid of
-// its keys, as refusing entries (401 alg_not_allowed).
+// auth::kernel_header_segments'.
 //
 // And the kids: for each provider, each kid of its keys (Verifier::keys(),
 // every algorithm: the reference looks a key up by kid, then by alg) with,

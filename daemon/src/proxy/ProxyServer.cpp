@@ -628,8 +628,7 @@ void ProxyServer::write_jwt_headers(const ModuleKeySet& set)
     const size_t written = dp_->set_jwt_headers(rt_->generation, module_keys_->epoch(), h.entries);
     const size_t kids = dp_->set_jwt_kids(rt_->generation, module_keys_->epoch(), h.kids);
     log::info("kernel JWT verification: ", written, " header forms of ", h.groups, " HMAC key group",
-              h.groups == 1 ? "" : "s", ", ", h.refusals, " of them refused outright (alg none, algorithms the "
-              "providers do not accept); ", kids, " kid entries, every kid of ", h.complete, " provider",
+              h.groups == 1 ? "" : "s", "; ", kids, " kid entries, every kid of ", h.complete, " provider",
               h.complete == 1 ? "" : "s", " (key epoch ", module_keys_->epoch(), ")",
               h.skipped ? "; " + std::to_string(h.skipped) +
                               " groups stay in user space (a key the module lacks, or more than " +

@@ -101,6 +101,24 @@ bool agree(const Fixture& s, std::string_view payload, int64_t now_s = kNow)
 
 std::string num(int64_t v) { return std::to_string(v); }
 
+// One of `seeds` with one to three bytes replaced, inserted (from
+// `alphabet`) or erased, as `rng` says.
+std::string mutated(const std::vector<std::string>& seeds, const std::string& alphabet, std::mt19937& rng)
+{
+    std::string p = seeds[rng() % seeds.size()];
+    const int edits = 1 + static_cast<int>(rng() % 3);
+    for (int e = 0; e < edits && !p.empty(); e++) {
+        const size_t at = rng() % p.size();
+        const char c = alphabet[rng() % alphabet.size()];
+        switch (rng() % 3) {
+        case 0: p[at] = c; break;
+        case 1: p.insert(p.begin() + static_cast<std::ptrdiff_t>(at), c); break;
+        default: p.erase(at, 1); break;
+        }
+    }
+    return p;
+}
+
 }  // namespace
 
 TEST(JwtKernelScan, DecidesTypicalPayloadsAsTheReference)
@@ -201,17 +219,7 @@ TEST(JwtKernelScan, MutatedPayloadsNeverDisagree)
     std::mt19937 rng(20261205);
     size_t decided = 0, total = 0;
     for (int round = 0; round < 20000; round++) {
-        std::string p = seeds[rng() % seeds.size()];
-        const int edits = 1 + static_cast<int>(rng() % 3);
-        for (int e = 0; e < edits && !p.empty(); e++) {
-            const size_t at = rng() % p.size();
-            const char c = alphabet[rng() % alphabet.size()];
-            switch (rng() % 3) {
-            case 0: p[at] = c; break;
-            case 1: p.insert(p.begin() + static_cast<std::ptrdiff_t>(at), c); break;
-            default: p.erase(at, 1); break;
-            }
-        }
+        const std::string p = mutated(seeds, alphabet, rng);
         total++;
         if (agree(s, p, kNow + static_cast<int64_t>(rng() % 200) - 100))
             decided++;
@@ -363,17 +371,7 @@ TEST(JwtKernelHeaderScan, MutatedHeadersNeverDisagree)
     std::mt19937 rng(20261206);
     size_t decided = 0, total = 0;
     for (int round = 0; round < 20000; round++) {
-        std::string h = seeds[rng() % seeds.size()];
-        const int edits = 1 + static_cast<int>(rng() % 3);
-        for (int e = 0; e < edits && !h.empty(); e++) {
-            const size_t at = rng() % h.size();
-            const char c = alphabet[rng() % alphabet.size()];
-            switch (rng() % 3) {
-            case 0: h[at] = c; break;
-            case 1: h.insert(h.begin() + static_cast<std::ptrdiff_t>(at), c); break;
-            default: h.erase(at, 1); break;
-            }
-        }
+        const std::string h = mutated(seeds, alphabet, rng);
         total++;
         if (agree_header(f, h))
             decided++;

@@ -776,7 +776,8 @@ std::string Daemon::kernel_jwt_summary() const
     if (!why.empty())
         return "the verified-token cache only (l7fastd verifies each token once): " + why;
     std::string out = "HS256/384/512 verified by the data plane with l7fast.ko (" +
-                      std::to_string(dp_->jwt_header_entries()) + " header forms)";
+                      std::to_string(dp_->jwt_header_entries()) + " header forms, " +
+                      std::to_string(dp_->jwt_kid_entries()) + " kids)";
     for (size_t i = 0; i < providers.size(); i++) {
         const std::string& r = i < jwt_verify_reason_.size() ? jwt_verify_reason_[i] : std::string("not compiled");
         out += "; " + providers[i].name + ": " + (r.empty() ? "in the kernel" : "cache only, " + r);

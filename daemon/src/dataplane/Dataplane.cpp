@@ -700,25 +700,25 @@ void Dataplane::set_key_epoch(uint32_t epoch)
     write_config();
 }
 
+std::optional<uint32_t> Dataplane::slot_of(uint64_t policy_generation) const
+{
+    for (uint32_t gen = 0; gen < L7_GENS; gen++)
+        if (slot_generation_[gen] == policy_generation)
+            return gen;
+    return std::nullopt;
+}
+
 size_t Dataplane::set_jwt_headers(uint64_t policy_generation, uint32_t epoch,
                                   const std::vector<JwtHeaderEntry>& headers)
 {
-    uint32_t gen = 0;
-    while (gen < L7_GENS && slot_generation_[gen] != policy_generation)
-        gen++;
-    if (gen == L7_GENS)
-        return 0;
-    return tables_.write_jwt_headers(gen, config_.meta[gen].seed, epoch, headers);
+    const auto gen = slot_of(policy_generation);
+    return gen ? tables_.write_jwt_headers(*gen, config_.meta[*gen].seed, epoch, headers) : 0;
 }
 
 size_t Dataplane::set_jwt_kids(uint64_t policy_generation, uint32_t epoch, const std::vector<JwtKidEntry>& kids)
 {
-    uint32_t gen = 0;
-    while (gen < L7_GENS && slot_generation_[gen] != policy_generation)
-        gen++;
-    if (gen == L7_GENS)
-        return 0;
-    return tables_.write_jwt_kids(gen, epoch, kids);
+    const auto gen = slot_of(policy_generation);
+    return gen ? tables_.write_jwt_kids(*gen, epoch, kids) : 0;
 }
 
 size_t Dataplane::jwt_header_entries() const
@@ -726,6 +726,14 @@ size_t Dataplane::jwt_header_entries() const
     size_t n = 0;
     for (const auto& k : map_keys<l7_jwt_key>(bpf_map__fd(skel_->maps.l7_jwt_headers)))
         n += k.gen == (active_gen_ & 1);
+    return n;
+}
+
+size_t Dataplane::jwt_kid_entries() const
+{
+    size_t n = 0;
+    for (const auto& k : map_keys<l7_jwt_kid_key>(bpf_map__fd(skel_->maps.l7_jwt_kids)))
+        n += k.gen == (active_gen_ & 1) && k.len != L7_JWT_KIDS_ALL;
     return n;
 }
 

@@ -206,6 +206,8 @@ public:
     // Likewise the kids of its providers' keys, for headers the kernel scans
     // (l7_jwt_kids; TableWriter::write_jwt_kids).
     size_t set_jwt_kids(uint64_t policy_generation, uint32_t epoch, const std::vector<JwtKidEntry>& kids);
+    // the kids of the active slot (not counting the provider-wide entries)
+    size_t jwt_kid_entries() const;
     // l7_config.wall_off_ns: CLOCK_REALTIME - CLOCK_BOOTTIME, written when
     // it moved by a millisecond or more (a clock step, NTP slewing).
     void refresh_wall_clock();
@@ -363,6 +365,8 @@ private:
     std::vector<l7_jwt_provider> jwt_providers_[L7_GENS];
     // the policy generation each slot holds (stage())
     uint64_t slot_generation_[L7_GENS] = {~0ull, ~0ull};
+    // the slot holding `policy_generation` (staged or active), if any
+    std::optional<uint32_t> slot_of(uint64_t policy_generation) const;
     int ncpus_ = 1;
     bool adopted_ = false;
     bool kfuncs_ = false;
